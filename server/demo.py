@@ -1,0 +1,244 @@
+"""The lab's demo tools, prompt and resource: the seed's examples, runnable.
+
+Each handler is written once and runs under both protocol eras (see `server.context`).
+Under MRTR a handler is re-run from the top on every retry, so everything before a
+question is cheap and deterministic, and expensive progress lives in `ctx.state`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+from server.catalog import Catalog
+from server.content import prompt_result, resource_result, tool_result
+from server.context import Context
+from server.inputs import elicitation, sampling
+from server.jsonrpc import invalid_params
+
+LOGIN_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+RESOLUTIONS = ["Fixed", "Won't Fix", "Duplicate", "By Design"]
+#: Hash units `crunch` does between looks at the clock, the load and the shedding knob.
+CRUNCH_CHUNK_UNITS = 1000
+CRUNCH_MAX_UNITS = 50_000_000
+
+
+def login_request(provider: str) -> Any:
+    """The elicitation for a login name at `provider` (GitHub, Google, Microsoft)."""
+    return elicitation(f"Please provide your {provider} username", LOGIN_SCHEMA)
+
+
+def _weather_for(location: str) -> str:
+    # Deterministic made-up weather, so demos and tests are repeatable.
+    seed = hashlib.sha256(location.lower().encode()).digest()
+    conditions = ["Sunny", "Partly cloudy", "Overcast", "Light rain", "Windy"][seed[0] % 5]
+    return f"{conditions}, {10 + seed[1] % 20}°C"
+
+
+def crunch_start() -> str:
+    """The digest `crunch` starts from: sha256(b"crunch")."""
+    return hashlib.sha256(b"crunch").hexdigest()
+
+
+def crunch_units(digest_hex: str, start: int, stop: int) -> str:
+    """Advance the crunch chain over units [start, stop): h = sha256(h || i as 8-byte BE)."""
+    h = bytes.fromhex(digest_hex)
+    sha256 = hashlib.sha256
+    for i in range(start, stop):
+        h = sha256(h + i.to_bytes(8, "big")).digest()
+    return h.hex()
+
+
+def demo_catalog(tool_version: int = 1) -> Catalog:
+    """The demo tools as served by a replica running tool version 1 or 2."""
+    catalog = Catalog()
+
+    @catalog.tool(
+        "get_weather",
+        "Current weather for a location; asks for your GitHub login first.",
+        {
+            "type": "object",
+            "properties": {"location": {"type": "string", "description": "City name"}},
+            "required": ["location"],
+        },
+    )
+    async def get_weather(ctx: Context) -> dict[str, Any]:
+        location = ctx.arguments["location"]
+        login = await ctx.elicit(
+            "github_login", "Please provide your GitHub username", LOGIN_SCHEMA
+        )
+        if not login.accepted:
+            return tool_result(f"Weather lookup {login.action}d by the user.", is_error=True)
+        name = login.content["name"]
+        return tool_result(f"Weather in {location} for {name}: {_weather_for(location)}")
+
+    @catalog.tool(
+        "update_work_item",
+        "Update an Azure DevOps work item; resolving a bug asks for the fields its rules need.",
+        {
+            "type": "object",
+            "properties": {
+                "workItemId": {"type": "integer"},
+                "fields": {"type": "object"},
+            },
+            "required": ["workItemId", "fields"],
+        },
+    )
+    async def update_work_item(ctx: Context) -> dict[str, Any]:
+        item = ctx.arguments["workItemId"]
+        fields = ctx.arguments["fields"]
+        if fields.get("System.State") != "Resolved":
+            return tool_result(f"Bug #{item} updated: {', '.join(sorted(fields)) or 'no fields'}")
+        # Rule 1: resolving needs a resolution.
+        answer = await ctx.elicit(
+            "resolution",
+            f"Resolving Bug #{item} requires a resolution. How was this bug resolved?",
+            {
+                "type": "object",
+                "properties": {
+                    "resolution": {
+                        "type": "string",
+                        "enum": RESOLUTIONS,
+                        "description": "Resolution type for this bug",
+                    }
+                },
+                "required": ["resolution"],
+            },
+        )
+        if not answer.accepted:
+            return tool_result(f"Bug #{item} was not resolved.", is_error=True)
+        resolution = answer.content["resolution"]
+        if resolution != "Duplicate":
+            return tool_result(f"Bug #{item} resolved as {resolution}")
+        # Rule 2: a duplicate needs the original.
+        original = await ctx.elicit(
+            "duplicate_of",
+            "Since this is a duplicate, which work item is the original?",
+            {
+                "type": "object",
+                "properties": {
+                    "duplicateOfId": {
+                        "type": "number",
+                        "description": "Work item ID of the original bug",
+                    }
+                },
+                "required": ["duplicateOfId"],
+            },
+        )
+        if not original.accepted:
+            return tool_result(f"Bug #{item} was not resolved.", is_error=True)
+        orig = original.content["duplicateOfId"]
+        orig = int(orig) if float(orig).is_integer() else orig
+        return tool_result(f"Bug #{item} resolved as Duplicate of Bug #{orig}")
+
+    second = "google" if tool_version == 1 else "microsoft"
+
+    @catalog.tool(
+        "link_accounts",
+        f"Link your GitHub and {second.title()} accounts (tool version {tool_version}).",
+    )
+    async def link_accounts(ctx: Context) -> dict[str, Any]:
+        answers = await ctx.ask(
+            github_login=login_request("GitHub"),
+            **{f"{second}_login": login_request(second.title())},
+        )
+        declined = [key for key, a in answers.items() if not a.accepted]
+        if declined:
+            return tool_result(f"Linking stopped: {', '.join(declined)} declined.", is_error=True)
+        linked = {key.removesuffix("_login"): a.content["name"] for key, a in answers.items()}
+        listing = ", ".join(f"{provider}={name}" for provider, name in linked.items())
+        return tool_result(
+            f"Linked accounts: {listing}",
+            structured={"linked": linked, "toolVersion": tool_version},
+        )
+
+    @catalog.tool(
+        "ask_capital",
+        "Ask the client's LLM for a country's capital, on behalf of your GitHub login.",
+        {
+            "type": "object",
+            "properties": {"country": {"type": "string"}},
+            "required": ["country"],
+        },
+    )
+    async def ask_capital(ctx: Context) -> dict[str, Any]:
+        country = ctx.arguments["country"]
+        answers = await ctx.ask(
+            github_login=login_request("GitHub"),
+            capital=sampling(f"What is the capital of {country}?", max_tokens=50),
+        )
+        login = answers["github_login"]
+        if not login.accepted:
+            return tool_result("The user declined to log in.", is_error=True)
+        return tool_result(
+            f"{login.content['name']} asked for the capital of {country}: {answers['capital'].text}"
+        )
+
+    @catalog.tool(
+        "crunch",
+        "Hash work that can move between replicas: h = sha256(h || i) for i < units.",
+        {
+            "type": "object",
+            "properties": {"units": {"type": "integer", "minimum": 0, "maximum": CRUNCH_MAX_UNITS}},
+            "required": ["units"],
+        },
+    )
+    async def crunch(ctx: Context) -> dict[str, Any]:
+        units = ctx.arguments["units"]
+        state = ctx.state
+        done = state.setdefault("i", 0)
+        digest = state.setdefault("h", crunch_start())
+        trail = state.setdefault("replicas", [])
+        trail.append(ctx.replica.replica_id)
+        every = ctx.replica.shed_every_units
+        done_here = 0
+        while done < units:
+            stop = min(units, done + CRUNCH_CHUNK_UNITS)
+            if every:
+                stop = min(stop, done + every - done_here)
+            digest = crunch_units(digest, done, stop)
+            done_here += stop - done
+            done = stop
+            state["i"], state["h"] = done, digest
+            if done < units and ((every and done_here >= every) or ctx.overloaded()):
+                ctx.offload()
+            await asyncio.sleep(0)
+        return tool_result(
+            f"crunch of {units} units: {digest}",
+            structured={"digest": digest, "replicas": trail},
+        )
+
+    @catalog.prompt("greeting", "A greeting for you; asks your name first.")
+    async def greeting(ctx: Context) -> dict[str, Any]:
+        answer = await ctx.elicit("user_name", "What is your name?", LOGIN_SCHEMA)
+        if not answer.accepted:
+            return prompt_result("A greeting", "Please greet the user warmly.")
+        name = answer.content["name"]
+        return prompt_result(f"A greeting for {name}", f"Please greet {name} warmly.")
+
+    @catalog.resource("vault://secret", "secret", "A secret that is only read after you confirm.")
+    async def vault(ctx: Context) -> dict[str, Any]:
+        answer = await ctx.elicit(
+            "confirm_read",
+            "Read the secret in the vault? It will be shown to the model.",
+            {
+                "type": "object",
+                "properties": {"confirm": {"type": "boolean"}},
+                "required": ["confirm"],
+            },
+        )
+        if not (answer.accepted and answer.content["confirm"]):
+            raise invalid_params(
+                "Reading vault://secret was not confirmed", {"uri": "vault://secret"}
+            )
+        secret = hashlib.sha256(f"vault:{ctx.principal}".encode()).hexdigest()[:16]
+        return resource_result(
+            "vault://secret", "text/plain", f"Secret for {ctx.principal}: {secret}"
+        )
+
+    return catalog

@@ -1,0 +1,144 @@
+"""Input requests: what a server may ask a client for in the middle of a request.
+
+There are three kinds, each needing a client capability: an elicitation (ask the user,
+`elicitation`), an LLM sample (`sampling`) and the client's roots (`roots`). An
+`InputRequest` knows its wire form (an entry of `inputRequests`, or the params of a legacy
+server-to-client request) and how to check an answer (an entry of `inputResponses`, or the
+result of that legacy request). An answer that does not fit is treated as no answer: the
+server asks again, as the seed's error-handling section prescribes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ELICIT = "elicitation/create"
+SAMPLE = "sampling/createMessage"
+LIST_ROOTS = "roots/list"
+
+CAPABILITY_OF = {ELICIT: "elicitation", SAMPLE: "sampling", LIST_ROOTS: "roots"}
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Elicited:
+    """The user's answer to an elicitation: accept (with content), decline or cancel."""
+
+    action: str
+    content: dict[str, Any]
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+@dataclass(frozen=True, slots=True)
+class Sampled:
+    """The client's LLM completion for a sampling request."""
+
+    text: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class InputRequest:
+    """One thing the server asks the client for, under a key the server chooses."""
+
+    method: str
+    params: dict[str, Any]
+
+    @property
+    def capability(self) -> str:
+        """The client capability this request needs."""
+        return CAPABILITY_OF[self.method]
+
+    def to_wire(self) -> dict[str, Any]:
+        """The entry of `inputRequests` for this request."""
+        return {"method": self.method, "params": self.params}
+
+    def parse(self, answer: Any) -> Elicited | Sampled | list[dict[str, Any]] | None:
+        """Read an answer to this request, or None when it does not answer it."""
+        if not isinstance(answer, dict):
+            return None
+        if self.method == ELICIT:
+            return _parse_elicit(answer, self.params.get("requestedSchema") or {})
+        if self.method == SAMPLE:
+            return _parse_sample(answer)
+        return _parse_roots(answer)
+
+
+def elicitation(message: str, schema: dict[str, Any]) -> InputRequest:
+    """Ask the user to fill a flat form (`requestedSchema`) in form mode."""
+    return InputRequest(ELICIT, {"mode": "form", "message": message, "requestedSchema": schema})
+
+
+def sampling(
+    prompt: str, *, max_tokens: int = 100, system_prompt: str | None = None
+) -> InputRequest:
+    """Ask the client's LLM to answer a one-message prompt."""
+    params: dict[str, Any] = {
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "maxTokens": max_tokens,
+    }
+    if system_prompt:
+        params["systemPrompt"] = system_prompt
+    return InputRequest(SAMPLE, params)
+
+
+def roots() -> InputRequest:
+    """Ask the client which filesystem roots it exposes."""
+    return InputRequest(LIST_ROOTS, {})
+
+
+def _parse_elicit(answer: dict[str, Any], schema: dict[str, Any]) -> Elicited | None:
+    action = answer.get("action")
+    if action in ("decline", "cancel"):
+        return Elicited(action, {})
+    if action != "accept":
+        return None
+    content = answer.get("content")
+    if not isinstance(content, dict):
+        return None
+    properties = schema.get("properties") or {}
+    for name in schema.get("required") or ():
+        if name not in content:
+            return None
+    for name, value in content.items():
+        spec = properties.get(name)
+        if spec is None:
+            continue
+        allowed = _JSON_TYPES.get(spec.get("type", ""))
+        if allowed is not None and (
+            not isinstance(value, allowed) or (bool not in allowed and isinstance(value, bool))
+        ):
+            return None
+        if "enum" in spec and value not in spec["enum"]:
+            return None
+    return Elicited("accept", content)
+
+
+def _parse_sample(answer: dict[str, Any]) -> Sampled | None:
+    content = answer.get("content")
+    # A sampling result carries one content block, or a list of them (2025-11-25 onwards).
+    blocks = content if isinstance(content, list) else [content]
+    texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        return None
+    model = answer.get("model")
+    return Sampled("".join(texts), model if isinstance(model, str) else "")
+
+
+def _parse_roots(answer: dict[str, Any]) -> list[dict[str, Any]] | None:
+    found = answer.get("roots")
+    if not isinstance(found, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in found
+    ):
+        return None
+    return found

@@ -1,0 +1,135 @@
+"""JSON-RPC 2.0 as MCP uses it: parsing one request, error codes, encoding responses.
+
+MCP sends one message per HTTP POST (batches were removed in 2025-06-18), so a JSON array
+is an invalid request here, not a batch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+# Streamable HTTP, protocol 2026-07-28.
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+RequestId = str | int | None
+
+
+class RpcError(Exception):
+    """A JSON-RPC error to send back, with the HTTP status the transport should use."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        data: Any = None,
+        *,
+        http_status: int = 200,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+        self.http_status = http_status
+
+    def to_error(self) -> dict[str, Any]:
+        """The `error` member of a JSON-RPC error response."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+def invalid_params(message: str, data: Any = None) -> RpcError:
+    """The error for params that are present but wrong (-32602)."""
+    return RpcError(INVALID_PARAMS, message, data)
+
+
+@dataclass(slots=True)
+class Message:
+    """One incoming JSON-RPC message: a request (has an id) or a notification (no id)."""
+
+    method: str
+    params: dict[str, Any]
+    id: RequestId = None
+    is_notification: bool = False
+
+
+@dataclass(slots=True)
+class Response:
+    """One incoming JSON-RPC response: a client's answer to a server-initiated request."""
+
+    id: RequestId
+    result: Any = None
+    error: Any = None
+
+
+def decode(body: bytes) -> Any:
+    """Parse a body as JSON, or raise a parse error (-32700)."""
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RpcError(PARSE_ERROR, "Parse error: body is not valid JSON", http_status=400) from exc
+
+
+def request_id_of(payload: Any) -> RequestId:
+    """The id of a payload if it has a usable one, for echoing it in an error response."""
+    if isinstance(payload, dict):
+        rid = payload.get("id")
+        if isinstance(rid, str | int) and not isinstance(rid, bool):
+            return rid
+    return None
+
+
+def parse_message(payload: Any) -> Message | Response:
+    """Check the JSON-RPC envelope of a decoded body and return what it is."""
+    if not isinstance(payload, dict):
+        raise RpcError(
+            INVALID_REQUEST,
+            "Invalid Request: expected one JSON-RPC object (batches are not supported)",
+            http_status=400,
+        )
+    if payload.get("jsonrpc") != "2.0":
+        raise RpcError(INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"', http_status=400)
+    has_id = "id" in payload
+    rid = payload.get("id")
+    if has_id and (rid is None or isinstance(rid, bool) or not isinstance(rid, str | int)):
+        raise RpcError(
+            INVALID_REQUEST, "Invalid Request: id must be a string or an integer", http_status=400
+        )
+    method = payload.get("method")
+    if method is None and has_id and ("result" in payload or "error" in payload):
+        return Response(rid, payload.get("result"), payload.get("error"))
+    if not isinstance(method, str) or not method:
+        raise RpcError(
+            INVALID_REQUEST, "Invalid Request: method must be a non-empty string", http_status=400
+        )
+    params = payload.get("params", {})
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object", http_status=400)
+    return Message(method, params, rid, not has_id)
+
+
+def result_response(rid: RequestId, result: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC success response."""
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+def error_response(rid: RequestId, error: RpcError) -> dict[str, Any]:
+    """A JSON-RPC error response."""
+    return {"jsonrpc": "2.0", "id": rid, "error": error.to_error()}
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Compact UTF-8 JSON for the wire."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()

@@ -1,0 +1,55 @@
+"""Prometheus metrics of one replica: what it served, what it asked for, what it refused.
+
+Each app has its own registry, so several servers in one process (tests, notebooks) keep
+separate counts.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "ServerMetrics"]
+
+
+class ServerMetrics:
+    """The counters and gauges `/metrics` exposes."""
+
+    def __init__(self, replica_id: str) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        labels = {"replica": replica_id}
+        self.requests = Counter(
+            "mcp_requests",
+            "JSON-RPC requests by method and outcome (complete, input_required, error)",
+            ["method", "outcome"],
+            registry=self.registry,
+        )
+        self.input_required = Counter(
+            "mrtr_input_required_results",
+            "InputRequiredResults sent, by kind (questions, or offload with state only)",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.states_sealed = Counter(
+            "mrtr_request_states_sealed", "requestStates sealed", registry=self.registry
+        )
+        self.state_failures = Counter(
+            "mrtr_request_state_failures",
+            "requestStates rejected, by reason (tampered, expired, wrong_principal, ...)",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "mcp_in_flight_requests", "Requests being served now", registry=self.registry
+        )
+        self.info = Gauge(
+            "mcp_replica_info",
+            "Replica identity (value is always 1)",
+            ["replica", "tool_version"],
+            registry=self.registry,
+        )
+        self._labels = labels
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

@@ -1,0 +1,109 @@
+"""Multi Round-Trip Requests: one attempt of a handler, ending complete or `input_required`.
+
+This is the heart of SEP-2322 on the server side. An attempt:
+
+1. opens the `requestState` the client echoed (if any) and checks it belongs to this
+   principal and this exact request;
+2. runs the handler with a context whose answers come from that state and from this
+   request's `inputResponses`;
+3. if the handler needs more, ends the request with an `InputRequiredResult`: the
+   questions still open in `inputRequests`, and everything already learnt sealed in a fresh
+   `requestState`, so whichever replica gets the retry carries on from here.
+
+Nothing is kept on the server between rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from server.catalog import Handler
+from server.context import Context, InputRequired, MrtrChannel, Offload
+from server.jsonrpc import invalid_params
+from server.metrics import ServerMetrics
+from server.state import Origin, StateError, StateSealer
+
+ContextFactory = Callable[[MrtrChannel, dict[str, Any]], Context]
+
+
+class MrtrRunner:
+    """Runs handlers under MRTR with one replica's sealer, limits and metrics."""
+
+    def __init__(
+        self,
+        sealer: StateSealer,
+        metrics: ServerMetrics,
+        *,
+        max_rounds: int,
+        max_request_state_bytes: int,
+    ) -> None:
+        self.sealer = sealer
+        self.metrics = metrics
+        self.max_rounds = max_rounds
+        self.max_request_state_bytes = max_request_state_bytes
+
+    def open_state(self, params: dict[str, Any], origin: Origin) -> tuple[int, dict, dict]:
+        """(rounds so far, carried answers, tool state) from the echoed requestState."""
+        if "requestState" not in params:
+            return 0, {}, {}
+        token = params["requestState"]
+        if isinstance(token, str) and len(token) > self.max_request_state_bytes:
+            self.metrics.state_failures.labels("too_large").inc()
+            raise invalid_params(
+                f"requestState is larger than {self.max_request_state_bytes} bytes"
+            )
+        try:
+            opened = self.sealer.open(token, origin)
+        except StateError as exc:
+            self.metrics.state_failures.labels(exc.reason).inc()
+            raise invalid_params(f"Invalid requestState: {exc}", {"reason": exc.reason}) from exc
+        return opened.round, opened.answers, opened.tool_state
+
+    async def attempt(
+        self,
+        handler: Handler,
+        params: dict[str, Any],
+        origin: Origin,
+        make_context: ContextFactory,
+        client_capabilities: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Run one attempt of `handler` and return its result (complete or input_required)."""
+        responses = params.get("inputResponses", {})
+        if not isinstance(responses, dict) or not all(
+            isinstance(v, dict) for v in responses.values()
+        ):
+            raise invalid_params("inputResponses must be an object mapping keys to result objects")
+        rounds, carried, tool_state = self.open_state(params, origin)
+        channel = MrtrChannel(carried, responses, client_capabilities)
+        ctx = make_context(channel, tool_state)
+        try:
+            result = await handler(ctx)
+        except InputRequired as asked:
+            self.metrics.input_required.labels("questions").inc()
+            out: dict[str, Any] = {
+                "resultType": "input_required",
+                "inputRequests": {k: r.to_wire() for k, r in asked.requests.items()},
+            }
+            # The seed's first round carries no state when there is nothing to carry.
+            if channel.used or ctx.state:
+                out["requestState"] = self._seal(origin, rounds + 1, channel.used, ctx.state)
+            return out
+        except Offload:
+            self.metrics.input_required.labels("offload").inc()
+            return {
+                "resultType": "input_required",
+                "requestState": self._seal(origin, rounds + 1, channel.used, ctx.state),
+            }
+        result["resultType"] = "complete"
+        return result
+
+    def _seal(
+        self, origin: Origin, rounds: int, answers: dict[str, Any], tool_state: dict[str, Any]
+    ) -> str:
+        if rounds >= self.max_rounds:
+            raise invalid_params(
+                f"this request needed more than {self.max_rounds} input rounds; start again"
+            )
+        self.metrics.states_sealed.inc()
+        return self.sealer.seal(origin, round=rounds, answers=answers, tool_state=tool_state)

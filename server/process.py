@@ -1,0 +1,128 @@
+"""A replica as its own operating-system process: start it, wait until healthy, stop it.
+
+Tests, the conformance runner and the load-test cluster all start replicas this way, on
+127.0.0.1 and a port chosen free, and stop them by pid, also when something fails.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_healthy(url: str, timeout_s: float, process: subprocess.Popen | None = None) -> None:
+    """Poll `url` until it answers 200; raise if the process dies or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with code {process.returncode} before {url} was up")
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{url} did not become healthy within {timeout_s} s")
+
+
+class ServerProcess:
+    """One `python -m server` replica in a child process of its own."""
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        replica_id: str | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.port = port or free_port()
+        self.replica_id = replica_id or f"replica-{self.port}"
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.log_path = log_path
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint."""
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 20.0) -> ServerProcess:
+        """Start the replica and wait until /healthz answers."""
+        command = [
+            sys.executable,
+            "-m",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--replica-id",
+            self.replica_id,
+            *self.args,
+        ]
+        env = {**os.environ, "PYTHONWARNINGS": "ignore", **self.env}
+        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(
+                command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        finally:
+            if self.log_path:
+                output.close()  # the child holds its own copy
+        try:
+            wait_until_healthy(f"{self.base_url}/healthz", timeout_s, self.process)
+        except Exception:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the replica: SIGTERM, then SIGKILL if it does not exit in time."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout_s)
+
+    def kill(self) -> None:
+        """Kill the replica at once, as a crash would."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(5)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

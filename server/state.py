@@ -1,0 +1,157 @@
+"""requestState: what a server hands the client to carry between rounds, sealed so it can't lie.
+
+The client is an untrusted courier. A sealed state is AES-256-GCM ciphertext of a small JSON
+document, so the client can neither read nor change it. Inside, besides the tool's own
+state and the answers it already collected, the server binds what the released spec asks
+for: the principal it was minted for, an expiry, and the originating request (method, the
+tool/prompt/resource name and a digest of its arguments). On receipt every binding is
+checked; any mismatch is a JSON-RPC invalid-params error, never a silent success.
+
+Token format (ASCII, URL-safe): ``<key id>.<base64url(nonce || ciphertext || tag)>``.
+The key id selects the key to open with, so replicas can rotate keys during a rolling
+upgrade: the newest key seals, every configured key opens.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from server.config import StateKey
+
+NONCE_BYTES = 12
+# Bound into the AEAD so a ciphertext from some other use of the same key never opens here.
+_AAD_PREFIX = b"mrtr-lab/requestState/v1/"
+
+
+class StateError(Exception):
+    """A requestState that failed to open or to match the request; `reason` names why."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """What a requestState is bound to: who asked, with which method, for what, with what."""
+
+    principal: str
+    method: str
+    name: str
+    arguments_digest: str
+
+
+def arguments_digest(arguments: Any) -> str:
+    """A short, order-independent digest of a request's salient params (its arguments)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()[:16]).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedState:
+    """The contents of a requestState that opened and matched its request."""
+
+    key_id: str
+    round: int
+    answers: dict[str, Any]
+    tool_state: dict[str, Any]
+
+
+class StateSealer:
+    """Seals and opens requestState with a ring of AES-256-GCM keys.
+
+    `clock` is injectable so tests can expire a state without waiting.
+    """
+
+    def __init__(
+        self,
+        keys: Iterable[StateKey],
+        ttl_s: float,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        keys = tuple(keys)
+        if not keys:
+            raise ValueError("a StateSealer needs at least one key")
+        self._sealing_id = keys[0].key_id
+        self._ciphers = {k.key_id: AESGCM(k.key_bytes) for k in keys}
+        self._ttl_s = ttl_s
+        self._clock = clock
+
+    @property
+    def sealing_key_id(self) -> str:
+        """Id of the key new states are sealed with."""
+        return self._sealing_id
+
+    def seal(
+        self,
+        origin: Origin,
+        *,
+        round: int,
+        answers: dict[str, Any],
+        tool_state: dict[str, Any],
+    ) -> str:
+        """Seal the state of one logical request after `round` rounds."""
+        document = {
+            "sub": origin.principal,
+            "exp": int(self._clock() + self._ttl_s),
+            "m": origin.method,
+            "n": origin.name,
+            "d": origin.arguments_digest,
+            "r": round,
+            "a": answers,
+            "s": tool_state,
+        }
+        plaintext = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+        nonce = os.urandom(NONCE_BYTES)
+        kid = self._sealing_id
+        sealed = self._ciphers[kid].encrypt(nonce, plaintext, _AAD_PREFIX + kid.encode())
+        return kid + "." + base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
+
+    def open(self, token: Any, origin: Origin) -> OpenedState:
+        """Open a state a client sent back and check it belongs to this request."""
+        if not isinstance(token, str) or not token:
+            raise StateError("malformed", "requestState must be a non-empty string")
+        kid, dot, body = token.partition(".")
+        if not dot:
+            raise StateError("malformed", "requestState is not a sealed state of this server")
+        cipher = self._ciphers.get(kid)
+        if cipher is None:
+            raise StateError("unknown_key", "requestState was sealed with an unknown key")
+        try:
+            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+        except (binascii.Error, ValueError) as exc:
+            raise StateError("malformed", "requestState is not valid base64url") from exc
+        if len(raw) <= NONCE_BYTES + 16:
+            raise StateError("malformed", "requestState is too short")
+        try:
+            plaintext = cipher.decrypt(
+                raw[:NONCE_BYTES], raw[NONCE_BYTES:], _AAD_PREFIX + kid.encode()
+            )
+        except InvalidTag as exc:
+            raise StateError("tampered", "requestState failed its integrity check") from exc
+        document = json.loads(plaintext)
+        if document["sub"] != origin.principal:
+            raise StateError("wrong_principal", "requestState belongs to another principal")
+        if document["exp"] < self._clock():
+            raise StateError("expired", "requestState has expired; start the request again")
+        if (
+            document["m"] != origin.method
+            or document["n"] != origin.name
+            or document["d"] != origin.arguments_digest
+        ):
+            raise StateError(
+                "wrong_request", "requestState was issued for a different request or arguments"
+            )
+        return OpenedState(kid, document["r"], document["a"], document["s"])
