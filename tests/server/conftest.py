@@ -1,0 +1,80 @@
+"""Fixtures for the server tests: in-process apps, clients that answer like a user, replicas."""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from server.app import create_app
+from server.client import Handlers, MrtrClient, accept, sampled
+from server.config import ServerConfig, StateKey
+from server.process import ServerProcess
+
+KEY_A = StateKey("a", bytes(range(32)))
+KEY_B = StateKey("b", bytes(range(1, 33)))
+JWT_SECRET = "test-secret-for-the-lab-tests-only"
+
+
+def state_keys_env(*keys: StateKey) -> str:
+    """The MRTR_STATE_KEYS value for `keys` (first seals)."""
+    return ",".join(f"{k.key_id}:{base64.b64encode(k.key_bytes).decode()}" for k in keys)
+
+
+def make_config(**overrides: Any) -> ServerConfig:
+    """A test configuration with fixed keys and secret."""
+    options: dict[str, Any] = {"state_keys": (KEY_A,), "jwt_secret": JWT_SECRET}
+    options.update(overrides)
+    return ServerConfig(**options)
+
+
+def user_answers(**elicited: dict[str, Any]) -> Handlers:
+    """A client that answers elicitations by key of their schema, samples 'Paris', has roots."""
+
+    def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        fields = set((params.get("requestedSchema") or {}).get("properties", {}))
+        for answer in elicited.values():
+            if set(answer) <= fields and answer:
+                return accept(**answer)
+        return accept(name="octocat")
+
+    return Handlers(
+        elicit=elicit,
+        sample=lambda params: sampled("Paris"),
+        list_roots=lambda params: {"roots": [{"uri": "file:///work", "name": "work"}]},
+    )
+
+
+@pytest.fixture
+def config() -> ServerConfig:
+    return make_config()
+
+
+@pytest.fixture
+def app(config: ServerConfig) -> Any:
+    return create_app(config)
+
+
+@pytest.fixture
+def client(app: Any) -> Iterator[MrtrClient]:
+    with MrtrClient.for_app(app, handlers=user_answers()) as c:
+        yield c
+
+
+@pytest.fixture
+def replicas() -> Iterator[Callable[..., ServerProcess]]:
+    """Start replicas as separate processes (shared test keys); all stopped at the end."""
+    started: list[ServerProcess] = []
+
+    def start(*args: str, keys: tuple[StateKey, ...] = (KEY_A,), **kw: Any) -> ServerProcess:
+        env = {"MRTR_STATE_KEYS": state_keys_env(*keys), "MRTR_JWT_SECRET": JWT_SECRET}
+        process = ServerProcess(args=args, env={**os.environ, **env}, **kw)
+        started.append(process)
+        return process.start()
+
+    yield start
+    for process in started:
+        process.stop()
