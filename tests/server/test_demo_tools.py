@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.server.conftest import make_config, user_answers
-
 from server.app import create_app
 from server.client import Handlers, MrtrClient, accept, decline
 from server.demo import crunch_start, crunch_units
+from tests.server.conftest import make_config, user_answers
 
 
 def rounds_of(exchange: Any) -> list[dict[str, Any]]:
@@ -128,3 +127,21 @@ def test_vault_resource_is_read_only_after_confirmation(app: Any) -> None:
         done = c.read_resource("vault://secret")
     assert done.result["contents"][0]["text"].startswith("Secret for anonymous:")
     assert done.result["cacheScope"] == "private"
+
+
+def test_crunch_moves_between_two_replicas_with_the_same_digest(replicas: Any) -> None:
+    """The seed's load shedding on real processes: A sheds, B resumes, A finishes."""
+    a = replicas("--shed-every-units", "1000", replica_id="a")
+    b = replicas("--shed-every-units", "1000", replica_id="b")
+    whole = replicas(replica_id="whole")
+    arguments = {"units": 2500}
+    with MrtrClient(a.url) as on_a, MrtrClient(b.url) as on_b, MrtrClient(whole.url) as unshed:
+        exchange = on_a.exchange("tools/call", {"name": "crunch", "arguments": arguments})
+        for client in (on_a, on_b, on_a):  # a round-robin balancer, by hand
+            done = client.send(exchange)
+        reference = unshed.call_tool("crunch", arguments)
+    assert done
+    moved = exchange.result["structuredContent"]
+    assert moved["replicas"] == ["a", "b", "a"]
+    assert moved["digest"] == reference.result["structuredContent"]["digest"]
+    assert reference.result["structuredContent"]["replicas"] == ["whole"]

@@ -1,0 +1,45 @@
+"""The official MCP conformance suite against `python -m server --conformance`."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.conformance_suite import SuiteNotInstalled, report, run_suite, suite_paths
+from server.process import ServerProcess
+
+# The scenarios the MRTR server issue names; all must pass.
+REQUIRED = [
+    "server-stateless",
+    "http-header-validation",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-error",
+    "prompts-list",
+    "prompts-get-simple",
+    "resources-list",
+    "resources-read-text",
+]
+
+
+@pytest.fixture(scope="module")
+def conformance_server():
+    try:
+        suite_paths()
+    except SuiteNotInstalled as exc:
+        pytest.skip(str(exc))
+    with ServerProcess(args=["--conformance"]) as server:
+        yield server
+
+
+def test_the_whole_2026_07_28_requirement_set_passes(conformance_server, capsys) -> None:
+    results = run_suite(conformance_server.url, requirements="2026-07-28")
+    with capsys.disabled():
+        print()
+        report(results)
+    by_name = {r.name: r for r in results}
+    mrtr = [name for name in by_name if name.startswith("input-required-result-")]
+    assert len(mrtr) >= 14
+    for name in REQUIRED + mrtr:
+        assert by_name[name].passed, (name, by_name[name].failures)
+    scored = [r for r in results if r.scored]
+    assert scored and all(r.passed for r in scored), [r.name for r in scored if not r.passed]
