@@ -1,0 +1,325 @@
+"""Command line: compare the architectures, check the simulation against theory, time it.
+
+    python -m labsim compare [--scenario NAME] [--replications N] [--json FILE] [--plots DIR]
+    python -m labsim mmc --arrival-rate L --service-rate M --servers C --calls N --seed S --json
+    python -m labsim validate [--replications N] [--scale X]
+    python -m labsim bench [--horizon-s S] [--repeats N]
+    python -m labsim scenarios
+
+Bad parameters print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pandas as pd
+
+from labsim import scenarios
+from labsim.params import ParameterError, SimParams
+
+# (summary metric, row label, divisor) in the `compare` table.
+TABLE_METRICS = (
+    ("calls", "calls measured", 1),
+    ("completed_fraction", "completed (fraction)", 1),
+    ("failed", "failed", 1),
+    ("lost", "lost", 1),
+    ("abandoned", "abandoned", 1),
+    ("state_losses", "state losses (cut calls)", 1),
+    ("re_prompts", "re-prompts (answers asked again)", 1),
+    ("new_questions", "new questions (version skew)", 1),
+    ("retries", "retried requests", 1),
+    ("offloads", "offloads (progress handed on)", 1),
+    ("wasted_cpu_s", "wasted CPU (s)", 1),
+    ("p50_latency_s", "p50 server latency (ms)", 1e-3),
+    ("p95_latency_s", "p95 server latency (ms)", 1e-3),
+    ("goodput_per_s", "goodput (calls/s)", 1),
+    ("utilization", "utilization", 1),
+    ("load_imbalance", "load imbalance (max/mean)", 1),
+    ("mean_held_bytes", "mean memory held (MB)", 1e6),
+    ("peak_held_bytes", "peak memory held (MB)", 1e6),
+    ("peak_open_streams", "peak open SSE streams", 1),
+    ("store_ops", "store operations", 1),
+    ("cost_per_million_calls_usd", "cost per million calls (USD)", 1),
+    ("upgrade_duration_s", "upgrade duration (s)", 1),
+    ("littles_law_error", "Little's law error (relative)", 1),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _format(mean: float, half_width: float) -> str:
+    if not math.isfinite(mean):
+        return "-"
+    if mean == 0 and not half_width:
+        return "0"
+    digits = 0 if abs(mean) >= 100 else 2 if abs(mean) >= 1 else 3
+    text = f"{mean:,.{digits}f}"
+    if math.isfinite(half_width) and half_width > 0:
+        text += f" ± {half_width:,.{digits}f}"
+    return text
+
+
+def comparison_table(comparison: pd.DataFrame, scenario: str) -> pd.DataFrame:
+    """The printable architecture-by-metric table of one scenario (mean ± 95% CI)."""
+    rows = comparison[comparison["scenario"] == scenario]
+    architectures = list(dict.fromkeys(rows["architecture"]))
+    table = {}
+    for metric, label, divisor in TABLE_METRICS:
+        cells = rows[rows["metric"] == metric].set_index("architecture")
+        if metric == "upgrade_duration_s" and cells["mean"].isna().all():
+            continue
+        table[label] = {
+            a: _format(cells.at[a, "mean"] / divisor, cells.at[a, "ci_half_width"] / divisor)
+            for a in architectures
+        }
+    return pd.DataFrame(table).T[architectures]
+
+
+def _parse_value(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
+    overrides = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ParameterError(f"--set expects name=value, got {pair!r}")
+        overrides[name.strip()] = _parse_value(value.strip())
+    return overrides
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    """`compare`: the architecture-by-metric table for one scenario or all."""
+    from labsim.experiments import compare
+
+    started = time.perf_counter()
+    names = [args.scenario] if args.scenario else list(scenarios.SCENARIOS)
+    overrides = _overrides(args.set)
+    for name in names:
+        scenarios.build(name, **overrides)  # reject bad names and values before running
+    comparison = compare(
+        names,
+        args.replications,
+        seed=args.seed,
+        processes=args.processes,
+        progress=sys.stderr.isatty(),
+        **overrides,
+    )
+    pd.set_option("display.width", 200)
+    for name in names:
+        print(f"\n== {name}: {scenarios.describe(name)}")
+        print(f"   mean ± 95% CI over {args.replications} replications, seed {args.seed}\n")
+        print(comparison_table(comparison, name).to_string())
+    if args.json:
+        payload = {
+            "scenarios": names,
+            "replications": args.replications,
+            "seed": args.seed,
+            "overrides": overrides,
+            "results": json.loads(comparison.to_json(orient="records")),
+        }
+        Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
+    if args.plots:
+        _write_plots(Path(args.plots), comparison, names, args.seed, overrides)
+    print(f"\nelapsed: {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _write_plots(
+    folder: Path, comparison: pd.DataFrame, names: list[str], seed: int, overrides: dict
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from labsim import plots
+    from labsim.simulation import ARCHITECTURES, simulate
+
+    folder.mkdir(parents=True, exist_ok=True)
+    plots.comparison_grid(comparison).savefig(folder / "comparison_grid.png", dpi=120)
+    plots.cost_bars(comparison, names[0]).savefig(folder / "cost_bars.png", dpi=120)
+    for name in names:
+        params = scenarios.build(name, **overrides)
+        results = [simulate(params, a, seed) for a in ARCHITECTURES]
+        plots.latency_cdf(results).savefig(folder / f"latency_cdf_{name}.png", dpi=120)
+        plots.timeline(results).savefig(folder / f"timeline_{name}.png", dpi=120)
+        plt.close("all")
+    print(f"plots written to {folder}")
+
+
+def run_mmc(args: argparse.Namespace) -> int:
+    """`mmc`: one replica with C workers against M/M/c theory."""
+    from labsim import theory
+    from labsim.experiments import batch_means_interval
+    from labsim.simulation import simulate
+    from labsim.validation import queueing_params
+
+    if not (isinstance(args.calls, int) and args.calls >= 1):
+        raise ParameterError(f"calls must be an integer >= 1, got {args.calls!r}")
+    started = time.perf_counter()
+    lam, mu, c = args.arrival_rate, args.service_rate, args.servers
+    theory_wait_s = theory.mmc_mean_wait_s(lam, mu, c)  # rejects rho >= 1 and bad rates
+    result = simulate(
+        queueing_params(lam, mu, args.calls, workers_per_replica=c), "mrtr", args.seed
+    )
+    calls = result.measured_calls()
+    waits = calls["queue_wait_s"].to_numpy()
+    responses = calls["time_in_system_s"].to_numpy()
+    wait_mean, wait_hw = batch_means_interval(waits)
+    response_mean, response_hw = batch_means_interval(responses)
+    report = {
+        "arrival_rate_per_s": lam,
+        "service_rate_per_s": mu,
+        "servers": c,
+        "seed": args.seed,
+        "calls_simulated": len(result.calls),
+        "calls_measured": len(calls),
+        "utilization": theory.utilization(lam, mu, c),
+        "measured_utilization": result.summary["utilization"],
+        "mean_wait_s": float(waits.mean()),
+        "mean_wait_ci95_s": [wait_mean - wait_hw, wait_mean + wait_hw],
+        "theory_mean_wait_s": theory_wait_s,
+        "mean_response_s": float(responses.mean()),
+        "mean_response_ci95_s": [response_mean - response_hw, response_mean + response_hw],
+        "theory_mean_response_s": theory.mmc_mean_response_s(lam, mu, c),
+        "probability_of_waiting": float((waits > 0).mean()),
+        "theory_probability_of_waiting": theory.erlang_c(c, lam / mu),
+        "elapsed_s": time.perf_counter() - started,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:32s} {value}")
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """`validate`: simulation against queueing theory; exit 1 if theory falls outside."""
+    from labsim.validation import standard_cases, validate, verdict_table
+
+    started = time.perf_counter()
+    if not args.scale > 0:
+        raise ParameterError(f"scale must be > 0, got {args.scale!r}")
+    verdicts = validate(
+        standard_cases(args.scale),
+        replications=args.replications,
+        seed=args.seed,
+        level=args.level,
+        progress=sys.stderr.isatty(),
+    )
+    table = verdict_table(verdicts)
+    pd.set_option("display.width", 200)
+    print(
+        f"simulation vs theory: {args.replications} replications per case, "
+        f"{args.level:.0%} confidence intervals\n"
+    )
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    failed = int((~table["passed"]).sum())
+    print(f"\n{len(table) - failed} of {len(table)} cases agree with theory")
+    print(f"elapsed: {time.perf_counter() - started:.1f} s")
+    return 1 if failed else 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """`bench`: calls per wall-second of each model against a bare SimPy M/M/c loop."""
+    from labsim.benchmark import bench
+
+    started = time.perf_counter()
+    params = SimParams(horizon_s=args.horizon_s)
+    table = bench(params, repeats=args.repeats, seed=args.seed)
+    pd.set_option("display.width", 200)
+    print(
+        "steady scenario, best of "
+        f"{args.repeats}; bare loop run for the same number of SimPy events\n"
+    )
+    print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
+    worst = table["slowdown"].max()
+    print(f"\nworst slowdown against the bare SimPy loop: {worst:.2f}x (target: within 3x)")
+    print(f"elapsed: {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def run_scenarios(args: argparse.Namespace) -> int:
+    """`scenarios`: list the named scenarios."""
+    for name in scenarios.SCENARIOS:
+        print(f"{name:16s} {scenarios.describe(name)}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The `python -m labsim` argument parser."""
+    main = _Parser(prog="labsim", description=__doc__.split("\n")[0])
+    commands = main.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    compare = commands.add_parser("compare", help="architecture x metric table per scenario")
+    compare.add_argument("--scenario", help="one scenario (default: all)")
+    compare.add_argument("--replications", type=int, default=3, help="runs per architecture")
+    compare.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    compare.add_argument("--plots", metavar="DIR", help="also write figures (PNG) here")
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--processes", type=int, default=None, help="default: every core")
+    compare.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter"
+    )
+    compare.set_defaults(run=run_compare)
+
+    mmc = commands.add_parser("mmc", help="one replica with C workers against M/M/c theory")
+    mmc.add_argument("--arrival-rate", type=float, required=True, help="calls per second")
+    mmc.add_argument("--service-rate", type=float, required=True, help="per worker, per second")
+    mmc.add_argument("--servers", type=int, required=True, help="workers (c)")
+    mmc.add_argument("--calls", type=int, default=50_000, help="calls to simulate")
+    mmc.add_argument("--seed", type=int, default=0)
+    mmc.add_argument("--json", action="store_true", help="print JSON")
+    mmc.set_defaults(run=run_mmc)
+
+    validate = commands.add_parser("validate", help="simulation against queueing theory")
+    validate.add_argument("--replications", type=int, default=10)
+    validate.add_argument("--scale", type=float, default=1.0, help="multiplies the call counts")
+    validate.add_argument("--level", type=float, default=0.99, help="confidence level")
+    validate.add_argument("--seed", type=int, default=2026)
+    validate.set_defaults(run=run_validate)
+
+    bench = commands.add_parser("bench", help="simulated calls per wall-second")
+    bench.add_argument("--horizon-s", type=float, default=3600.0, help="simulated seconds")
+    bench.add_argument("--repeats", type=int, default=3)
+    bench.add_argument("--seed", type=int, default=0)
+    bench.set_defaults(run=run_bench)
+
+    listing = commands.add_parser("scenarios", help="list the named scenarios")
+    listing.set_defaults(run=run_scenarios)
+    return main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; bad parameters are one line on stderr and status 2."""
+    args = parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except ParameterError as error:
+        print(f"labsim {args.command}: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""What every architecture shares: a tool call in flight, and how a replica works on it.
+
+An architecture is a way of carrying a tool call across the user's answers:
+hold it open on one replica (SSE + shared store, sticky load balancer) or end
+each round and hand the state to the client (MRTR). Each one is a subclass of
+`Architecture` whose `call` method is the SimPy process of one tool call, from
+the client's first request to its outcome; they share the workload, the
+cluster and the way a replica queues and serves a request (`execute`).
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Generator
+from typing import TYPE_CHECKING, ClassVar
+
+import simpy
+from simpy import Interrupt
+
+from labsim.metrics import Recorder
+from labsim.params import SimParams
+from labsim.workload import DRAWS_PER_CALL, TOOL_QUESTIONS
+
+if TYPE_CHECKING:
+    from labsim.cluster import Cluster, Replica
+    from labsim.store import SharedStore
+
+_LAST_DRAW = DRAWS_PER_CALL - 1
+
+
+class Shed(Exception):
+    """An overloaded replica stopped a request at its checkpoint (503, or offload under MRTR)."""
+
+    def __init__(self, done_s: float) -> None:
+        super().__init__(done_s)
+        self.done_s = done_s
+
+
+class Call:
+    """A tool call in flight: what the client knows about it and what it has cost so far.
+
+    `answered_ever` is a bit mask of the questions the user has answered in this
+    call, so that asking one again counts as a re-prompt.
+    """
+
+    __slots__ = (
+        "answered_ever",
+        "answers",
+        "arrival_s",
+        "bytes_in",
+        "bytes_out",
+        "cookie",
+        "cpu",
+        "cpu_s",
+        "first_replica",
+        "index",
+        "next_think",
+        "offloads",
+        "queue_wait_s",
+        "re_prompts",
+        "restarts",
+        "retries",
+        "rounds",
+        "store_ops",
+        "think",
+        "think_s",
+        "tool",
+        "wasted_cpu_s",
+    )
+
+    def __init__(
+        self, index: int, tool: int, arrival_s: float, cpu: list[float], think: list[float]
+    ) -> None:
+        self.index = index
+        self.tool = tool
+        self.arrival_s = arrival_s
+        self.cpu = cpu
+        self.think = think
+        self.next_think = 0
+        self.cookie: Replica | None = None
+        self.first_replica = -1
+        self.answered_ever = 0
+        self.answers = self.re_prompts = self.rounds = 0
+        self.restarts = self.retries = self.offloads = self.store_ops = 0
+        self.bytes_in = self.bytes_out = 0
+        self.think_s = self.queue_wait_s = self.cpu_s = self.wasted_cpu_s = 0.0
+
+    def round_cpu_s(self, round_index: int) -> float:
+        """The tool's own CPU for a round of this call."""
+        return self.cpu[round_index if round_index < _LAST_DRAW else _LAST_DRAW]
+
+    def draw_think_s(self) -> float:
+        """How long the user takes over the next question asked (inf: never answers)."""
+        k = self.next_think
+        self.next_think = k + 1
+        return self.think[k if k < _LAST_DRAW else _LAST_DRAW]
+
+    def record(self, end_s: float, outcome: str) -> tuple:
+        """The call's row for `labsim.metrics.CALL_COLUMNS`."""
+        asked_by_tool = len(TOOL_QUESTIONS[self.tool][1])
+        new_questions = self.answers - self.re_prompts - asked_by_tool
+        return (
+            self.index,
+            self.tool,
+            self.arrival_s,
+            end_s,
+            outcome,
+            self.think_s,
+            self.queue_wait_s,
+            self.cpu_s,
+            self.wasted_cpu_s,
+            self.rounds,
+            self.answers,
+            self.re_prompts,
+            new_questions if new_questions > 0 else 0,
+            self.restarts,
+            self.retries,
+            self.offloads,
+            self.store_ops,
+            self.bytes_in,
+            self.bytes_out,
+            self.first_replica,
+        )
+
+
+class Architecture(ABC):
+    """A way of serving tool calls that ask the user for input, on a shared cluster.
+
+    Subclasses implement `call`. What they share: `execute` (queue for a worker,
+    work, maybe shed at the checkpoint), `back_off` (the client's retry delay),
+    `answer` (counting re-prompts) and `finish` (recording the outcome).
+    """
+
+    name: ClassVar[str]
+    uses_store: ClassVar[bool] = False  # pays for a shared store
+    sticky: ClassVar[bool] = False  # the load balancer pins a call to one replica
+    can_offload: ClassVar[bool] = False  # can hand checkpointed progress to another replica
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        params: SimParams,
+        cluster: Cluster,
+        store: SharedStore,
+        recorder: Recorder,
+        rng: random.Random,
+    ) -> None:
+        self.env = env
+        self.params = params
+        self.cluster = cluster
+        self.store = store
+        self.recorder = recorder
+        self._random = rng.random
+        cluster_params = params.cluster
+        self.connection_limit = cluster_params.connection_limit
+        self.overhead_s = params.workload.request_overhead_s
+        self.sheds = cluster_params.shed_policy != "none"
+        self.offloads = cluster_params.shed_policy == "mrtr-offload" and self.can_offload
+        self.shed_threshold = cluster_params.shed_queue_threshold
+        self.checkpoint_fraction = cluster_params.checkpoint_fraction
+        self.t0, self.t1 = params.warmup_s, params.horizon_s
+
+    def start(self, call: Call) -> None:
+        """A call arrives: it is in flight until `finish`."""
+        self.cluster.in_flight.move(self.env.now, 1)
+        self.env.process(self.call(call))
+
+    @abstractmethod
+    def call(self, call: Call) -> Generator[simpy.Event, object, None]:
+        """The SimPy process of one tool call, from the first request to its outcome."""
+
+    def execute(
+        self, call: Call, replica: Replica, cpu_s: float, sheddable: bool
+    ) -> Generator[simpy.Event, object, None]:
+        """Queue for a worker on `replica` and work `cpu_s` seconds on the call.
+
+        With a shedding policy, a sheddable request reaches a checkpoint after
+        `checkpoint_fraction` of its work; if more than `shed_queue_threshold`
+        requests are then waiting, the replica stops and raises `Shed`. A cut
+        (crash, drain) arrives as `Interrupt`; the worker is freed either way.
+        """
+        env = self.env
+        workers = replica.workers
+        queued_at = env.now
+        request = workers.request()
+        started = -1.0
+        try:
+            yield request
+            started = env.now
+            call.queue_wait_s += started - queued_at
+            if sheddable and self.sheds:
+                first = cpu_s * self.checkpoint_fraction
+                yield env.timeout(first)
+                if len(workers.queue) > self.shed_threshold:
+                    workers.release(request)
+                    self._account(call, replica, first)
+                    raise Shed(first)
+                yield env.timeout(cpu_s - first)
+            else:
+                yield env.timeout(cpu_s)
+        except Interrupt:
+            if request.triggered:
+                workers.release(request)
+                if started >= 0:
+                    self._account(call, replica, env.now - started)
+            else:
+                request.cancel()
+            raise
+        workers.release(request)
+        self._account(call, replica, cpu_s)
+
+    def _account(self, call: Call, replica: Replica, cpu_s: float) -> None:
+        call.cpu_s += cpu_s
+        if self.t0 <= self.env.now <= self.t1:
+            replica.busy_s += cpu_s
+
+    def back_off(self, call: Call) -> float | None:
+        """The client's delay before retrying a rejected request; None once it gives up.
+
+        Exponential backoff with jitter: about `retry_backoff_s` * 2^(k-1) before
+        retry k, at most `max_retries` retries per call.
+        """
+        call.retries += 1
+        client = self.params.client
+        if call.retries > client.max_retries:
+            return None
+        return client.retry_backoff_s * 2 ** (call.retries - 1) * (0.5 + self._random())
+
+    def answer(self, call: Call, question: int) -> None:
+        """The user answers `question`; answering one given before is a re-prompt."""
+        call.answers += 1
+        if call.answered_ever & question:
+            call.re_prompts += 1
+        call.answered_ever |= question
+
+    def finish(self, call: Call, outcome: str) -> None:
+        """The call ends with `outcome` (completed, failed, lost, abandoned)."""
+        now = self.env.now
+        self.recorder.calls.append(call.record(now, outcome))
+        self.cluster.in_flight.move(now, -1)

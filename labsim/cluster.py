@@ -1,0 +1,153 @@
+"""The replicas behind the load balancer: worker slots, connections, memory, state, version.
+
+A replica is a server process the way a bank branch has tellers: a fixed
+number of workers (CPU slots, a `simpy.Resource`) serve requests one at a
+time each, and a queue forms when all are busy. Besides the workers a replica
+holds open connections (an SSE stream stays open as long as its call), memory
+for calls that wait on a user, and a set of the calls it is serving, which a
+crash or the end of a drain cuts.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from typing import TYPE_CHECKING
+
+import simpy
+
+from labsim.balancers import Balancer, make_balancer
+from labsim.metrics import Gauge, Recorder
+from labsim.params import ClusterParams
+
+if TYPE_CHECKING:
+    from simpy.events import Process
+
+
+class ReplicaState(enum.Enum):
+    """Where a replica is in its life: serving, draining before a stop, or down."""
+
+    UP = "up"
+    DRAINING = "draining"
+    DOWN = "down"
+
+
+class Replica:
+    """One server process: workers, open connections, memory held, state and tool version."""
+
+    __slots__ = (
+        "_drained",
+        "attached",
+        "busy_s",
+        "connections",
+        "env",
+        "index",
+        "state",
+        "version",
+        "workers",
+    )
+
+    def __init__(self, env: simpy.Environment, index: int, workers: int, version: int) -> None:
+        self.env = env
+        self.index = index
+        self.workers = simpy.Resource(env, capacity=workers)
+        self.connections = 0
+        self.busy_s = 0.0
+        self.state = ReplicaState.UP
+        self.version = version
+        # The call processes this replica is serving or holding; a crash cuts them all.
+        self.attached: set[Process] = set()
+        self._drained: simpy.Event | None = None
+
+    def accepts_cookie(self) -> bool:
+        """Whether a request pinned here by a cookie still reaches this replica (up or draining)."""
+        return self.state is not ReplicaState.DOWN
+
+    def attach(self, process: Process) -> None:
+        """Start serving (or holding) a call: it shares this replica's fate."""
+        self.attached.add(process)
+
+    def detach(self, process: Process) -> None:
+        """Stop serving a call; the last call out of a draining replica ends the drain."""
+        self.attached.discard(process)
+        if self._drained is not None and not self.attached:
+            self._drained.succeed()
+            self._drained = None
+
+    def drained(self) -> simpy.Event:
+        """An event that fires once no call is attached to this replica."""
+        event = self.env.event()
+        if self.attached:
+            self._drained = event
+        else:
+            event.succeed()
+        return event
+
+    def cut(self, cause: str) -> int:
+        """Interrupt every attached call (crash, end of drain); returns how many were cut."""
+        victims = list(self.attached)
+        self.attached.clear()
+        self._drained = None
+        for process in victims:
+            if process.is_alive:
+                process.interrupt(cause)
+        return len(victims)
+
+
+class Cluster:
+    """N replicas behind one load balancer, with the gauges the metrics read.
+
+    `routable` lists the replicas that take new work (up, not draining or
+    down); the balancer picks among them.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        params: ClusterParams,
+        rng: random.Random,
+        recorder: Recorder,
+        window: tuple[float, float],
+        sticky: bool,
+    ) -> None:
+        self.env = env
+        self.params = params
+        self.recorder = recorder
+        self.replicas = [
+            Replica(env, k, params.workers_per_replica, params.tool_version)
+            for k in range(params.replicas)
+        ]
+        self.routable: list[Replica] = list(self.replicas)
+        self.balancer: Balancer = make_balancer(params.lb_policy, rng, sticky=sticky)
+        t0, t1 = window
+        self.in_flight = Gauge(t0, t1)  # calls arrived and not yet ended
+        self.held = Gauge(t0, t1)  # calls whose replica keeps memory while the user thinks
+        self.streams = Gauge(t0, t1)  # open SSE streams
+        self.billed = Gauge(t0, t1)  # replicas running (billed), up or draining
+        self.billed.move(0.0, params.replicas)
+
+    def route(self, call: object | None = None) -> Replica | None:
+        """The replica the load balancer sends a request of `call` to (None if none is up)."""
+        return self.balancer.route(self.routable, call)
+
+    def set_state(self, replica: Replica, state: ReplicaState, detail: str = "") -> None:
+        """Move a replica to a new state, updating routing and billing, and note the event."""
+        previous = replica.state
+        if previous is state:
+            return
+        replica.state = state
+        self.routable = [r for r in self.replicas if r.state is ReplicaState.UP]
+        now = self.env.now
+        if state is ReplicaState.DOWN:
+            self.billed.move(now, -1)
+        elif previous is ReplicaState.DOWN:
+            self.billed.move(now, +1)
+        self.recorder.event(now, state.value, replica.index, detail)
+
+    def busy_workers(self) -> int:
+        """Workers serving a request right now, across the cluster."""
+        return sum(r.workers.count for r in self.replicas)
+
+    def queued_requests(self) -> int:
+        """Requests waiting for a worker right now, across the cluster."""
+        return sum(len(r.workers.queue) for r in self.replicas)

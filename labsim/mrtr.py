@@ -1,0 +1,133 @@
+"""MRTR: every round is an independent request, and the call's state travels with the client.
+
+A replica that needs an answer ends the request with `InputRequiredResult`:
+the question plus a sealed `requestState` holding what the call has gathered
+so far. The client asks the user, then sends a new request with the answer and
+the state back; the load balancer may pick any replica, which opens the state
+and carries on. Nothing is held while the user thinks: no memory, no stream,
+no store. A crash only touches requests being worked on, and the client
+retries that round without asking the user anything again. During a rolling
+upgrade a round that lands on the new tool version keeps the answers carried in
+the state and asks only for the question that changed. An overloaded replica
+can hand its half-done work back in `requestState` (load shedding), and another
+replica resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import simpy
+from simpy import Interrupt
+
+from labsim.architecture import Architecture, Call, Shed
+from labsim.metrics import ABANDONED, COMPLETED, FAILED
+from labsim.workload import TOOL_QUESTIONS
+
+
+class Mrtr(Architecture):
+    """Multi Round-Trip Requests (protocol 2026-07-28): stateless rounds, state in the client."""
+
+    name = "mrtr"
+    can_offload = True
+
+    def call(self, call: Call) -> Generator[simpy.Event, object, None]:
+        env = self.env
+        cluster = self.cluster
+        state = self.params.state
+        workload = self.params.workload
+        client = self.params.client
+        limit = self.connection_limit
+        questions = TOOL_QUESTIONS[call.tool]
+        process = env.active_process
+        answered = 0  # questions answered, carried in requestState
+        state_bytes = 0  # the requestState the client sends back (0: none yet)
+        done_s = 0.0  # work of this round already done by a replica that offloaded it
+        resumed = False  # this round carries checkpointed progress
+        earlier_cpu_s = 0.0  # tool CPU of completed rounds, for re-execution
+        round_index = 0
+        while True:
+            replica = cluster.route(call)
+            if replica is None or replica.connections >= limit:
+                delay = self.back_off(call)
+                if delay is None:
+                    self.finish(call, FAILED)
+                    return
+                yield env.timeout(delay)
+                continue
+            if call.first_replica < 0:
+                call.first_replica = replica.index
+            question = 0
+            for asked in questions[replica.version]:
+                if not answered & asked:
+                    question = asked
+                    break
+            tool_cpu_s = call.round_cpu_s(round_index)
+            work_s = self.overhead_s + tool_cpu_s - done_s
+            if earlier_cpu_s:
+                work_s += state.reexecution_fraction * earlier_cpu_s
+            if state_bytes:
+                work_s += state.open_cpu_s
+            if question:
+                work_s += state.seal_cpu_s
+            call.bytes_in += workload.request_bytes + state_bytes
+            replica.connections += 1
+            replica.attach(process)
+            cpu_before = call.cpu_s
+            try:
+                yield from self.execute(call, replica, work_s, not resumed)
+            except Interrupt:
+                # The replica died under the request: the client retries this round.
+                replica.connections -= 1
+                call.wasted_cpu_s += call.cpu_s - cpu_before
+                call.retries += 1
+                if call.retries > client.max_retries:
+                    self.finish(call, FAILED)
+                    return
+                yield env.timeout(client.reconnect_delay_s)
+                continue
+            except Shed as shed:
+                replica.connections -= 1
+                replica.detach(process)
+                if self.offloads:
+                    # input_required with only requestState: the progress moves on.
+                    done_s += shed.done_s
+                    resumed = True
+                    call.offloads += 1
+                    call.cpu_s += state.seal_cpu_s
+                    call.bytes_out += workload.response_bytes + state.checkpoint_bytes
+                    state_bytes += state.checkpoint_bytes
+                    if client.offload_retry_delay_s:
+                        yield env.timeout(client.offload_retry_delay_s)
+                    continue
+                call.wasted_cpu_s += call.cpu_s - cpu_before
+                delay = self.back_off(call)
+                if delay is None:
+                    self.finish(call, FAILED)
+                    return
+                yield env.timeout(delay)
+                continue
+            replica.connections -= 1
+            replica.detach(process)
+            call.rounds += 1
+            round_index += 1
+            earlier_cpu_s += tool_cpu_s
+            done_s = 0.0
+            resumed = False
+            if not question:
+                call.bytes_out += workload.response_bytes
+                self.finish(call, COMPLETED)
+                return
+            # InputRequiredResult: the question and the sealed state go back to the client.
+            state_bytes = state.base_bytes + state.bytes_per_answer * call.answers
+            call.bytes_out += workload.response_bytes + state_bytes
+            think_s = call.draw_think_s()
+            if think_s >= client.answer_timeout_s:
+                yield env.timeout(client.answer_timeout_s)
+                call.think_s += client.answer_timeout_s
+                self.finish(call, ABANDONED)
+                return
+            yield env.timeout(think_s)
+            call.think_s += think_s
+            self.answer(call, question)
+            answered |= question

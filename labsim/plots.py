@@ -1,0 +1,183 @@
+"""Figures for a class or a design review: latency CDFs, time series, cost bars, a grid.
+
+Every function draws on matplotlib axes (made if not given) and returns the
+figure, so a notebook shows it and the CLI saves it. Each architecture keeps
+one colour everywhere; units are in the axis labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib import pyplot as plt
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from labsim.metrics import RunResult
+
+COLOURS = {"sse-store": "tab:orange", "sticky": "tab:red", "mrtr": "tab:blue"}
+LABELS = {"sse-store": "SSE + shared store", "sticky": "sticky load balancer", "mrtr": "MRTR"}
+
+# Event kinds drawn as vertical lines on time series.
+_EVENT_KINDS = ("down", "up", "draining", "store-down", "store-up", "spike-start", "spike-end")
+
+# (timeline column, axis label, divisor) for `timeline`.
+_SERIES = {
+    "in_flight_calls": ("calls in flight", 1.0),
+    "held_bytes": ("memory held (MB)", 1e6),
+    "open_streams": ("open SSE streams", 1.0),
+    "replicas_up": ("replicas up", 1.0),
+    "busy_workers": ("busy workers", 1.0),
+    "queued_requests": ("queued requests", 1.0),
+}
+
+
+def _label(architecture: str) -> str:
+    return LABELS.get(architecture, architecture)
+
+
+def latency_cdf(results: Sequence[RunResult], ax: Axes | None = None) -> Figure:
+    """Empirical CDF of server latency (think time excluded) of completed calls, per run."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4))
+    for result in results:
+        calls = result.measured_calls()
+        latency_ms = np.sort(calls.loc[calls["outcome"] == "completed", "server_latency_s"]) * 1e3
+        if len(latency_ms) == 0:
+            continue
+        share = np.arange(1, len(latency_ms) + 1) / len(latency_ms)
+        ax.step(
+            latency_ms,
+            share,
+            where="post",
+            color=COLOURS.get(result.architecture),
+            label=_label(result.architecture),
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("server latency per call, think time excluded (ms, log scale)")
+    ax.set_ylabel("fraction of completed calls")
+    ax.set_title("Latency distribution")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    return ax.figure
+
+
+def _mark_events(ax: Axes, events: pd.DataFrame, colour: str | None) -> None:
+    for time_s, kind in zip(events["time_s"], events["kind"], strict=True):
+        if kind in _EVENT_KINDS:
+            ax.axvline(time_s, color=colour, linestyle=":", linewidth=1, alpha=0.6)
+
+
+def timeline(
+    results: Sequence[RunResult],
+    series: Sequence[str] = ("in_flight_calls", "held_bytes", "open_streams", "replicas_up"),
+) -> Figure:
+    """Time series of the cluster, one panel per quantity, with fault events marked."""
+    fig, axes = plt.subplots(len(series), 1, figsize=(8, 2.2 * len(series)), sharex=True)
+    axes = np.atleast_1d(axes)
+    for ax, column in zip(axes, series, strict=True):
+        label, divisor = _SERIES[column]
+        for result in results:
+            frame = result.timeline
+            ax.plot(
+                frame["time_s"],
+                frame[column] / divisor,
+                color=COLOURS.get(result.architecture),
+                label=_label(result.architecture),
+            )
+        for result in results:
+            _mark_events(ax, result.events, COLOURS.get(result.architecture))
+        if results:
+            ax.axvspan(0, results[0].params.warmup_s, color="grey", alpha=0.1, linewidth=0)
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="upper left", fontsize="small")
+    axes[0].set_title("The cluster over time (grey: warm-up; dotted: each run's fault events)")
+    axes[-1].set_xlabel("simulated time (s)")
+    fig.tight_layout()
+    return fig
+
+
+def _pivot(comparison: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Means and CI half-widths of a metric, groups by architectures, in first-seen order."""
+    rows = comparison[comparison["metric"] == metric]
+    index = "scenario" if "scenario" in rows else rows.columns[0]
+    groups = list(dict.fromkeys(rows[index]))
+    architectures = list(dict.fromkeys(rows["architecture"]))
+    means = rows.pivot(index=index, columns="architecture", values="mean")
+    errors = rows.pivot(index=index, columns="architecture", values="ci_half_width")
+    return (
+        means.loc[groups, architectures],
+        errors.loc[groups, architectures].fillna(0.0),
+    )
+
+
+def cost_bars(comparison: pd.DataFrame, scenario: str = "steady", ax: Axes | None = None) -> Figure:
+    """Cost per million calls by item (replicas, store, egress), one bar per architecture."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    rows = comparison[comparison["scenario"] == scenario]
+    table = rows.pivot(index="architecture", columns="metric", values="mean")
+    per_million = 1e6 / table["calls"]
+    bottom = np.zeros(len(table))
+    items = (
+        ("cost_replicas_usd", "replicas"),
+        ("cost_store_usd", "store"),
+        ("cost_egress_usd", "egress"),
+    )
+    for column, label in items:
+        heights = (table[column] * per_million).to_numpy()
+        ax.bar([_label(a) for a in table.index], heights, bottom=bottom, label=label)
+        bottom += heights
+    ax.set_ylabel("cost per million calls (USD)")
+    ax.set_title(f"Who pays: {scenario}")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    return ax.figure
+
+
+def comparison_grid(
+    comparison: pd.DataFrame,
+    metrics: Sequence[tuple[str, str, float]] = (
+        ("completed_fraction", "completed (fraction)", 1.0),
+        ("state_losses", "calls whose state was lost", 1.0),
+        ("re_prompts", "answers asked again", 1.0),
+        ("p95_latency_s", "p95 server latency (s)", 1.0),
+        ("peak_held_bytes", "peak memory held (MB)", 1e6),
+        ("cost_per_million_calls_usd", "cost per million calls (USD)", 1.0),
+    ),
+) -> Figure:
+    """A panel per metric; grouped bars per scenario, one colour per architecture, 95% CI.
+
+    `metrics` are (summary metric, axis label with unit, divisor) triples.
+    """
+    columns = 2
+    rows = int(np.ceil(len(metrics) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(12, 3.2 * rows), squeeze=False)
+    for ax, (metric, label, divisor) in zip(axes.flat, metrics, strict=False):
+        means, errors = _pivot(comparison, metric)
+        means, errors = means / divisor, errors / divisor
+        architectures = list(means.columns)
+        width = 0.8 / max(len(architectures), 1)
+        x = np.arange(len(means.index))
+        for k, architecture in enumerate(architectures):
+            ax.bar(
+                x + (k - (len(architectures) - 1) / 2) * width,
+                means[architecture],
+                width,
+                yerr=errors[architecture],
+                color=COLOURS.get(architecture),
+                label=_label(architecture),
+                capsize=2,
+            )
+        ax.set_xticks(x, means.index, rotation=20, ha="right", fontsize="small")
+        ax.set_ylabel(label)
+        ax.grid(True, axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(metrics) :]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize="small")
+    fig.suptitle("Architectures compared, scenario by scenario (bars: mean; whiskers: 95% CI)")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,69 @@
+"""Named scenarios: the deployment's defaults plus one fault, ready to compare.
+
+`build(name, **overrides)` returns the `SimParams` of a scenario; overrides
+name any parameter by field alone (`replicas=8`, `drain_timeout_s=300`,
+`sse_keepalive_s=15`), including the fault's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from labsim.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
+from labsim.params import ClusterParams, ParameterError, SimParams
+
+
+def _steady() -> SimParams:
+    return SimParams()
+
+
+def _crash() -> SimParams:
+    return SimParams(faults=(ReplicaCrash(),))
+
+
+def _store_outage() -> SimParams:
+    return SimParams(faults=(StoreOutage(),))
+
+
+def _rolling_upgrade() -> SimParams:
+    return SimParams(faults=(RollingUpgrade(),))
+
+
+def _overload() -> SimParams:
+    return SimParams(cluster=ClusterParams(shed_policy="mrtr-offload"), faults=(LoadSpike(),))
+
+
+def _idle_timeout() -> SimParams:
+    return SimParams(cluster=ClusterParams(sse_keepalive_s=0.0))
+
+
+SCENARIOS: dict[str, tuple[str, Callable[[], SimParams]]] = {
+    "steady": ("steady state: no fault", _steady),
+    "crash": ("replica 0 crashes at 450 s and restarts 30 s later", _crash),
+    "store-outage": ("the shared store is down from 450 s to 510 s", _store_outage),
+    "rolling-upgrade": (
+        "from 400 s each replica drains (30 s timeout), restarts (15 s) with tool v2",
+        _rolling_upgrade,
+    ),
+    "overload": (
+        "15x arrivals for 60 s from 450 s; MRTR offloads, the legacy ones answer 503",
+        _overload,
+    ),
+    "idle-timeout": ("no SSE keep-alives: the load balancer cuts streams idle 60 s", _idle_timeout),
+}
+
+
+def build(name: str, **overrides: Any) -> SimParams:
+    """The parameters of scenario `name`, with `overrides` applied by field name."""
+    if name not in SCENARIOS:
+        raise ParameterError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+    params = SCENARIOS[name][1]()
+    return params.with_overrides(**overrides) if overrides else params
+
+
+def describe(name: str) -> str:
+    """One line saying what happens in scenario `name`."""
+    if name not in SCENARIOS:
+        raise ParameterError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
+    return SCENARIOS[name][0]

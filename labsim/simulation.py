@@ -1,0 +1,186 @@
+"""One simulated run: a workload replayed against an architecture on a cluster, with faults.
+
+`simulate(params, architecture, seed)` is the whole public entry point: it
+draws the workload from the seed (the same for every architecture), builds
+the cluster, the store, the load balancer and the architecture, starts the
+arrivals, the faults and a sampler, runs SimPy until the last call has ended,
+and returns a `RunResult`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Generator
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from labsim.architecture import Architecture, Call
+from labsim.cluster import Cluster, ReplicaState
+from labsim.cost import SECONDS_PER_HOUR, Usage, bill
+from labsim.metrics import (
+    EVENT_COLUMNS,
+    TIMELINE_COLUMNS,
+    Recorder,
+    RunResult,
+    calls_frame,
+    littles_law,
+    summarize,
+)
+from labsim.mrtr import Mrtr
+from labsim.params import ParameterError, SimParams
+from labsim.sse_store import SseStore
+from labsim.sticky import Sticky
+from labsim.store import SharedStore
+from labsim.workload import draw_workload
+
+ARCHITECTURES: dict[str, type[Architecture]] = {
+    SseStore.name: SseStore,
+    Sticky.name: Sticky,
+    Mrtr.name: Mrtr,
+}
+
+
+class Simulation:
+    """The simulated world of one run: clock, cluster, store, architecture, recorder."""
+
+    def __init__(self, params: SimParams, architecture: str, seed: int) -> None:
+        if architecture not in ARCHITECTURES:
+            raise ParameterError(
+                f"unknown architecture {architecture!r}; choose from {', '.join(ARCHITECTURES)}"
+            )
+        self.params = params
+        self.seed = seed
+        self.env = simpy.Environment()
+        self.recorder = Recorder()
+        # Independent streams: the workload's depends on the seed alone, so every
+        # architecture sees the same calls (common random numbers).
+        workload_seq, routing_seq, client_seq = np.random.SeedSequence(seed).spawn(3)
+        pieces = [piece for fault in params.faults for piece in fault.arrival_pieces()]
+        self.workload = draw_workload(params.workload, params.horizon_s, workload_seq, pieces)
+        kind = ARCHITECTURES[architecture]
+        self.cluster = Cluster(
+            self.env,
+            params.cluster,
+            random.Random(int(routing_seq.generate_state(1)[0])),
+            self.recorder,
+            (params.warmup_s, params.horizon_s),
+            sticky=kind.sticky,
+        )
+        self.store = SharedStore(self.env, params.store, self.recorder)
+        self.architecture = kind(
+            self.env,
+            params,
+            self.cluster,
+            self.store,
+            self.recorder,
+            random.Random(int(client_seq.generate_state(1)[0])),
+        )
+        self.upgrade_duration_s = float("nan")
+
+    def arrivals(self) -> Generator[simpy.Event, object, None]:
+        """The client population: each call starts at its drawn arrival time."""
+        env = self.env
+        workload = self.workload
+        start = self.architecture.start
+        tools = workload.tool.tolist()
+        for index, arrival_s in enumerate(workload.arrival_s.tolist()):
+            if arrival_s > env.now:
+                yield env.timeout(arrival_s - env.now)
+            start(
+                Call(
+                    index,
+                    tools[index],
+                    env.now,
+                    workload.cpu_s[index].tolist(),
+                    workload.think_s[index].tolist(),
+                )
+            )
+
+    def sampler(self) -> Generator[simpy.Event, object, None]:
+        """Every `sample_every_s`, note the cluster's levels for the time series."""
+        env, cluster, params = self.env, self.cluster, self.params
+        held_call_bytes = params.cluster.held_call_bytes
+        while env.now <= params.horizon_s:
+            self.recorder.samples.append(
+                (
+                    env.now,
+                    cluster.in_flight.value,
+                    cluster.held.value * held_call_bytes,
+                    cluster.streams.value,
+                    sum(r.state is ReplicaState.UP for r in cluster.replicas),
+                    cluster.busy_workers(),
+                    cluster.queued_requests(),
+                )
+            )
+            yield env.timeout(params.sample_every_s)
+
+    def run(self) -> RunResult:
+        """Run until the last call has ended; return what was measured."""
+        env = self.env
+        env.process(self.arrivals())
+        env.process(self.sampler())
+        for fault in self.params.faults:
+            env.process(fault.run(self))
+        env.run()
+        return self.result()
+
+    def result(self) -> RunResult:
+        """Turn the recorder's tuples and the gauges into a `RunResult`."""
+        params, cluster = self.params, self.cluster
+        window_s = params.horizon_s - params.warmup_s
+        calls = calls_frame(self.recorder.calls, params.warmup_s, params.horizon_s)
+        held_call_bytes = params.cluster.held_call_bytes
+        capacity_s = params.cluster.workers_per_replica * window_s
+        utilization = [r.busy_s / capacity_s for r in cluster.replicas]
+        mean_utilization = float(np.mean(utilization))
+        extra = {
+            "mean_in_flight_calls": cluster.in_flight.mean(),
+            "peak_in_flight_calls": cluster.in_flight.peak,
+            "mean_held_bytes": cluster.held.mean() * held_call_bytes,
+            "peak_held_bytes": cluster.held.peak * held_call_bytes,
+            "mean_open_streams": cluster.streams.mean(),
+            "peak_open_streams": cluster.streams.peak,
+            "utilization": mean_utilization,
+            "utilization_per_replica": utilization,
+            "load_imbalance": max(utilization) / mean_utilization if mean_utilization else 1.0,
+            "upgrade_duration_s": self.upgrade_duration_s,
+        }
+        summary = summarize(calls, params, extra)
+        usage = Usage(
+            replica_hours=cluster.billed.mean() * window_s / SECONDS_PER_HOUR,
+            store_hours=window_s / SECONDS_PER_HOUR if self.architecture.uses_store else 0.0,
+            store_ops=summary["store_ops"],
+            egress_bytes=summary["bytes_out"],
+            calls=summary["calls"],
+        )
+        costs = bill(usage, params)
+        summary.update({f"cost_{k}": v for k, v in costs.as_dict().items()})
+        summary["cost_per_million_calls_usd"] = costs.per_million_calls_usd(usage.calls)
+        result = RunResult(
+            architecture=self.architecture.name,
+            seed=self.seed,
+            params=params,
+            calls=calls,
+            timeline=pd.DataFrame.from_records(
+                self.recorder.samples, columns=list(TIMELINE_COLUMNS)
+            ),
+            events=pd.DataFrame.from_records(self.recorder.events, columns=list(EVENT_COLUMNS)),
+            summary=summary,
+        )
+        law = littles_law(result)
+        summary["littles_law_ratio"] = law.ratio
+        summary["littles_law_error"] = law.relative_error
+        return result
+
+
+def simulate(
+    params: SimParams | None = None, architecture: str = "mrtr", seed: int = 0
+) -> RunResult:
+    """Simulate one run of `architecture` ("sse-store", "sticky" or "mrtr") under `params`.
+
+    The same `seed` gives the same calls, tools, CPU and think times to every
+    architecture, so results can be compared call for call.
+    """
+    return Simulation(params or SimParams(), architecture, seed).run()

@@ -1,0 +1,137 @@
+"""The calls a deployment receives: arrival times, tools, server CPU and think times.
+
+A workload is drawn once, up front, from its own random streams, and then
+replayed against each architecture: the same seed gives the same arrivals,
+the same tools, the same CPU per round and the same user think times whatever
+architecture serves them (common random numbers), so any difference in the
+results is the architecture's.
+
+Tools follow the seed's rolling-upgrade example. Questions are bits of a mask
+(`GITHUB_LOGIN | GOOGLE_LOGIN`) so a call can carry "what the user already
+answered" cheaply: in `requestState` under MRTR, in the held coroutine under
+the legacy protocol.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from labsim.params import ServiceTime, WorkloadParams
+
+GITHUB_LOGIN = 1
+GOOGLE_LOGIN = 2
+MICROSOFT_LOGIN = 4
+QUESTION_NAMES = {
+    GITHUB_LOGIN: "github_login",
+    GOOGLE_LOGIN: "google_login",
+    MICROSOFT_LOGIN: "microsoft_login",
+}
+
+# tool -> version -> the questions it asks, in order. Version 2 of the two-question
+# tool replaces google_login with microsoft_login, as in the seed's rolling upgrade.
+TOOL_NAMES = ("whoami", "link_github", "link_accounts")
+TOOL_QUESTIONS: tuple[dict[int, tuple[int, ...]], ...] = (
+    {1: (), 2: ()},
+    {1: (GITHUB_LOGIN,), 2: (GITHUB_LOGIN,)},
+    {1: (GITHUB_LOGIN, GOOGLE_LOGIN), 2: (GITHUB_LOGIN, MICROSOFT_LOGIN)},
+)
+
+# Draws kept per call: enough for the rounds and questions of a call whose
+# questions change under it during an upgrade; later ones reuse the last draw.
+DRAWS_PER_CALL = 6
+
+
+def sample_service_times(
+    service: ServiceTime, rng: np.random.Generator, size: int | tuple[int, ...]
+) -> np.ndarray:
+    """Draw service times (seconds) from a `ServiceTime` distribution."""
+    if service.kind == "deterministic" or service.mean_s == 0:
+        return np.full(size, float(service.mean_s))
+    if service.kind == "exponential":
+        return rng.exponential(service.mean_s, size)
+    # A lognormal with the requested mean and coefficient of variation.
+    sigma2 = math.log1p(service.cv**2)
+    mu = math.log(service.mean_s) - sigma2 / 2
+    return rng.lognormal(mu, math.sqrt(sigma2), size)
+
+
+def arrival_times(
+    rate_per_s: float,
+    horizon_s: float,
+    rng: np.random.Generator,
+    pieces: list[tuple[float, float, float]] | None = None,
+) -> np.ndarray:
+    """Arrival instants of a Poisson process on [0, horizon_s), sorted.
+
+    `pieces` are (start_s, end_s, multiplier) stretches during which the rate
+    is multiplied; where pieces overlap their multipliers multiply. Each
+    stretch of constant rate gets a Poisson number of arrivals placed
+    uniformly, which is exactly a Poisson process.
+    """
+    cuts = {0.0, horizon_s}
+    for start, end, _ in pieces or []:
+        cuts.update(t for t in (start, end) if 0 < t < horizon_s)
+    edges = sorted(cuts)
+    times = []
+    for lo, hi in itertools.pairwise(edges):
+        factor = 1.0
+        for start, end, multiplier in pieces or []:
+            if start <= lo < end:
+                factor *= multiplier
+        count = rng.poisson(rate_per_s * factor * (hi - lo))
+        times.append(rng.uniform(lo, hi, count))
+    return np.sort(np.concatenate(times)) if times else np.empty(0)
+
+
+@dataclass
+class Workload:
+    """Every call of one run, drawn in advance: when, which tool, CPU and think times.
+
+    `cpu_s[i, r]` is the tool's own CPU for round r of call i; `think_s[i, q]`
+    is how long the user takes over the q-th question asked in call i
+    (`inf` once the user has walked away).
+    """
+
+    arrival_s: np.ndarray
+    tool: np.ndarray
+    cpu_s: np.ndarray
+    think_s: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival_s)
+
+
+def draw_workload(
+    params: WorkloadParams,
+    horizon_s: float,
+    seed: int | np.random.SeedSequence,
+    extra_pieces: list[tuple[float, float, float]] | None = None,
+) -> Workload:
+    """Draw the calls arriving in [0, horizon_s) from independent random streams."""
+    if not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    streams = [np.random.default_rng(s) for s in seed.spawn(4)]
+    arrivals_rng, tools_rng, cpu_rng, think_rng = streams
+    pieces = []
+    profile = list(params.rate_profile)
+    for k, (start, multiplier) in enumerate(profile):
+        end = profile[k + 1][0] if k + 1 < len(profile) else horizon_s
+        pieces.append((start, end, multiplier))
+    pieces += extra_pieces or []
+    arrivals = arrival_times(params.arrival_rate_per_s, horizon_s, arrivals_rng, pieces)
+    n = len(arrivals)
+    tool = tools_rng.choice(len(TOOL_NAMES), size=n, p=np.asarray(params.tool_mix, dtype=float))
+    cpu = sample_service_times(params.round_cpu, cpu_rng, (n, DRAWS_PER_CALL))
+    think = think_rng.lognormal(
+        math.log(params.think_median_s), params.think_sigma, (n, DRAWS_PER_CALL)
+    )
+    think *= params.think_scale
+    walked_away = think_rng.random((n, DRAWS_PER_CALL)) < params.never_answer_fraction
+    # A user who walks away does not come back for the next question either.
+    walked_away = np.logical_or.accumulate(walked_away, axis=1)
+    think[walked_away] = np.inf
+    return Workload(arrival_s=arrivals, tool=tool, cpu_s=cpu, think_s=think)
