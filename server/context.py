@@ -61,9 +61,9 @@ class Channel(Protocol):
 class MrtrChannel:
     """Answers from this round's `inputResponses` and from earlier rounds' requestState.
 
-    `used` collects every raw answer the handler consumed; if the attempt ends with more
-    questions, those answers are sealed into the next requestState so the user is never
-    asked twice.
+    `used` collects every raw answer the handler consumed. If the attempt ends with more
+    questions, every answer given so far (`to_carry`) is sealed into the next requestState,
+    so the user is never asked twice.
     """
 
     can_offload = True
@@ -78,6 +78,15 @@ class MrtrChannel:
         self.responses = responses
         self.client_capabilities = client_capabilities
         self.used: dict[str, Any] = {}
+
+    def to_carry(self) -> dict[str, Any]:
+        """Every answer the user has given in this logical request, for the next state.
+
+        Not only the answers this handler used: during a rolling upgrade the retry may land
+        on an older version that still wants an answer the newer one dropped (the seed's
+        `google_login`), and nothing the user said should be lost either way.
+        """
+        return {**self.carried, **self.responses, **self.used}
 
     async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
         answers: dict[str, Any] = {}

@@ -86,8 +86,9 @@ class MrtrRunner:
                 "inputRequests": {k: r.to_wire() for k, r in asked.requests.items()},
             }
             # The seed's first round carries no state when there is nothing to carry.
-            if channel.used or ctx.state:
-                out["requestState"] = self._seal(origin, rounds + 1, channel.used, ctx.state)
+            carry = channel.to_carry()
+            if carry or ctx.state:
+                out["requestState"] = self._seal(origin, rounds + 1, carry, ctx.state)
             return out
         except Offload:
             self.metrics.input_required.labels("offload").inc()

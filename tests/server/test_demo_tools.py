@@ -145,3 +145,18 @@ def test_crunch_moves_between_two_replicas_with_the_same_digest(replicas: Any) -
     assert moved["replicas"] == ["a", "b", "a"]
     assert moved["digest"] == reference.result["structuredContent"]["digest"]
     assert reference.result["structuredContent"]["replicas"] == ["whole"]
+
+
+def test_an_answer_the_new_version_dropped_survives_a_retry_on_the_old_version() -> None:
+    """Mid-upgrade the rounds may go v1, v2, v1: google_login must not be asked twice."""
+    old = MrtrClient.for_app(create_app(make_config(tool_version=1)), handlers=user_answers())
+    new = MrtrClient.for_app(create_app(make_config(tool_version=2)), handlers=user_answers())
+    with old, new:
+        exchange = old.exchange("tools/call", {"name": "link_accounts", "arguments": {}})
+        assert not old.send(exchange)
+        exchange.answer({"github_login": accept(name="octo"), "google_login": accept(name="g")})
+        assert not new.send(exchange)
+        assert list(exchange.input_requests) == ["microsoft_login"]
+        exchange.answer({"microsoft_login": accept(name="ms")})
+        assert old.send(exchange)  # back on version 1: it finds google_login in the state
+    assert exchange.result["structuredContent"]["linked"] == {"github": "octo", "google": "g"}
