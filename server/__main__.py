@@ -2,6 +2,7 @@
 
 python -m server --host 127.0.0.1 --port 8000 [--replica-id ID] [--tool-version 1|2]
                  [--conformance] [--shed-every-units N] [--shed-in-flight N]
+                 [--task-store memory|redis://HOST:PORT/DB] [--task-poll-interval-ms MS]
 python -m server token NAME
 python -m server conformance [--scenario NAME ... | --requirements 2026-07-28]
 """
@@ -24,6 +25,19 @@ def _serve(argv: list[str]) -> int:
     parser.add_argument("--conformance", action="store_true", help="add the suite's fixtures")
     parser.add_argument("--shed-every-units", type=int, default=0, metavar="N")
     parser.add_argument("--shed-in-flight", type=int, default=0, metavar="N")
+    parser.add_argument(
+        "--task-store",
+        default=ServerConfig.task_store,
+        metavar="memory|redis://HOST:PORT/DB",
+        help="where tasks (persistent tools) live; share one Redis between replicas",
+    )
+    parser.add_argument(
+        "--task-poll-interval-ms",
+        type=int,
+        default=ServerConfig.task_poll_interval_ms,
+        metavar="MS",
+        help="how often clients should poll tasks/get",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -35,6 +49,8 @@ def _serve(argv: list[str]) -> int:
             conformance=args.conformance,
             shed_every_units=args.shed_every_units,
             shed_in_flight_threshold=args.shed_in_flight,
+            task_store=args.task_store,
+            task_poll_interval_ms=args.task_poll_interval_ms,
             loopback_only=_is_loopback(args.host),
         )
     except ConfigError as exc:

@@ -9,6 +9,7 @@ one `McpServer`; replicas share nothing but their configuration.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -30,6 +31,9 @@ from server.methods import MODERN_VERSION, Call, Methods
 from server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from server.mrtr import MrtrRunner
 from server.state import StateSealer
+from server.task_store import open_task_store
+from server.task_worker import TaskWorker, sweep_periodically
+from server.tasks import TaskMethods
 
 log = logging.getLogger("server")
 
@@ -78,12 +82,23 @@ class McpServer:
             max_rounds=config.max_rounds,
             max_request_state_bytes=config.max_request_state_bytes,
         )
+        self.task_store = open_task_store(config.task_store, timeout_s=config.task_store_timeout_s)
+        self.task_worker = TaskWorker(self.task_store, self.catalog, self.replica)
+        tasks = TaskMethods(
+            self.task_store,
+            self.task_worker,
+            default_ttl_ms=config.task_default_ttl_ms,
+            max_ttl_ms=config.task_max_ttl_ms,
+            poll_interval_ms=config.task_poll_interval_ms,
+            result_wait_s=config.task_result_wait_s,
+        )
         self.methods = Methods(
             self.catalog,
             runner,
             self.replica,
             supported_versions=SUPPORTED_VERSIONS,
             list_ttl_ms=config.list_ttl_ms,
+            tasks=tasks,
         )
 
     async def post(self, request: Request) -> Response:
@@ -194,6 +209,19 @@ class McpServer:
     async def metrics_endpoint(self, request: Request) -> Response:
         return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """Start the task sweep; at shutdown stop task runs and close the task store."""
+        sweeper = asyncio.create_task(
+            sweep_periodically(self.task_store, self.config.task_sweep_interval_s)
+        )
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            await self.task_worker.close()
+            await self.task_store.close()
+
     async def not_allowed(self, request: Request) -> Response:
         """GET and DELETE on /mcp: a stateless server has no stream or session to offer."""
         return Response(status_code=405, headers={"Allow": "POST"})
@@ -208,7 +236,8 @@ def create_app(config: ServerConfig | None = None, catalog: Catalog | None = Non
             Route("/mcp", server.not_allowed, methods=["GET", "DELETE"]),
             Route("/healthz", server.healthz, methods=["GET"]),
             Route("/metrics", server.metrics_endpoint, methods=["GET"]),
-        ]
+        ],
+        lifespan=server.lifespan,
     )
     app.state.server = server
     return app

@@ -43,6 +43,15 @@ class Tool:
             if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str)
         }
 
+    @property
+    def task_support(self) -> str:
+        """Whether this tool runs as a task: `forbidden` (default), `optional` or `required`.
+
+        Declared as `execution={"taskSupport": ...}` when registering, and shown as such in
+        `tools/list`.
+        """
+        return (self.extra.get("execution") or {}).get("taskSupport", "forbidden")
+
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why `arguments` do not fit the input schema (empty when they do)."""
         return [

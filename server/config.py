@@ -107,6 +107,23 @@ class ServerConfig:
     shed_in_flight_threshold: int = 0
     #: Offload `crunch` every N units regardless of load (a knob for tests and demos); 0 = off.
     shed_every_units: int = 0
+    #: Where tasks (persistent tools) live: `memory` (this replica only; with several
+    #: replicas behind a balancer, most task requests then find nothing) or a Redis URL such
+    #: as `redis://127.0.0.1:6379/0`, shared by every replica.
+    task_store: str = "memory"
+    #: Bound on every call to the task store, so an outage is a JSON-RPC error, not a hang.
+    task_store_timeout_s: float = 1.0
+    #: How long a task is kept when the client names no `ttl`: one hour.
+    task_default_ttl_ms: int = 3_600_000
+    #: The longest `ttl` a client may ask for: one day.
+    task_max_ttl_ms: int = 86_400_000
+    #: How often a client should poll `tasks/get` (the task's `pollInterval`).
+    task_poll_interval_ms: int = 250
+    #: How often expired tasks are swept from the in-process store (Redis expires its own).
+    task_sweep_interval_s: float = 5.0
+    #: How long the seed's `tasks/result` waits on a working task before answering "still
+    #: working" (the v1 method blocks; this bounds it).
+    task_result_wait_s: float = 30.0
     #: Cache hint for list results (tools/list, prompts/list, ...), milliseconds.
     list_ttl_ms: int = 60_000
     #: Reject requests whose Host/Origin is not local while bound to loopback (DNS rebinding).
@@ -120,5 +137,21 @@ class ServerConfig:
                 raise ConfigError(f"{name} must be positive")
         if self.shed_in_flight_threshold < 0 or self.shed_every_units < 0:
             raise ConfigError("shedding thresholds must be >= 0")
+        if self.task_store != "memory" and not self.task_store.startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ConfigError(
+                f"task_store must be 'memory' or a redis:// URL, not {self.task_store!r}"
+            )
+        for name in (
+            "task_store_timeout_s",
+            "task_default_ttl_ms",
+            "task_max_ttl_ms",
+            "task_poll_interval_ms",
+            "task_sweep_interval_s",
+            "task_result_wait_s",
+        ):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")
         if not self.state_keys:
             raise ConfigError("at least one state key is needed")

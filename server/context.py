@@ -37,6 +37,21 @@ class Offload(Exception):
     """The replica sheds this call: return its progress in requestState, no inputRequests."""
 
 
+class BecomeTask(Exception):
+    """This attempt switches to the persistent workflow: the server creates a task.
+
+    Raised by `Context.become_task` during an ephemeral (MRTR) attempt of a tool the client
+    may run as a task. The MRTR runner adds the answers this attempt consumed; the task
+    runs the handler again from the top with them and with `state`.
+    """
+
+    def __init__(self, message: str, state: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.message = message
+        self.state = state
+        self.answers: dict[str, Any] = {}
+
+
 def missing_capability(capabilities: set[str]) -> RpcError:
     """The error for a request that needs a client capability the client did not declare."""
     return RpcError(
@@ -145,6 +160,7 @@ class Context:
         progress_token: str | int | None = None,
         log_level: str | None = None,
         notify: Notify | None = None,
+        may_become_task: bool = False,
     ) -> None:
         self.arguments = arguments
         self.principal = principal
@@ -156,6 +172,9 @@ class Context:
         self.progress_token = progress_token
         self.log_level = log_level
         self._notify = notify
+        #: Whether `become_task` creates a task (an ephemeral attempt the client let the
+        #: server run as a task); False inside a task and where there are no tasks.
+        self.may_become_task = may_become_task
 
     def supports(self, capability: str) -> bool:
         """Whether the client declared `capability` (elicitation, sampling, roots)."""
@@ -192,6 +211,19 @@ class Context:
         """
         if self.channel.can_offload:
             raise Offload()
+
+    async def become_task(self, message: str = "") -> None:
+        """From here on, run as a task (the seed's "ephemeral then persistent").
+
+        Everything before this call is ephemeral: questions go the MRTR way and the server
+        keeps nothing. Here, if the client let this call run as a task, the request ends
+        with a task and the handler carries on in the background, its state in the task
+        store; later questions park the task in `input_required`. Inside a task, or when
+        the client did not opt in, this does nothing and the handler simply carries on.
+        There is no way back: a task never returns to the ephemeral workflow.
+        """
+        if self.may_become_task:
+            raise BecomeTask(message, self.state)
 
     async def log(self, level: str, data: Any, logger: str = "tool") -> None:
         """Send a log message, when the client asked for this level or a more severe one."""

@@ -23,6 +23,20 @@ LOGIN_SCHEMA = {
     "required": ["name"],
 }
 RESOLUTIONS = ["Fixed", "Won't Fix", "Duplicate", "By Design"]
+ECHO_SCHEMA = {
+    "type": "object",
+    "properties": {"input": {"type": "string"}},
+    "required": ["input"],
+}
+#: The long part of `provision_vm`, one status message each, and how long it takes.
+PROVISION_STEPS = [
+    "Reserving capacity",
+    "Creating the disk",
+    "Booting the image",
+    "Configuring the network",
+]
+PROVISION_S = 4.0
+PROVISION_MAX_S = 60.0
 #: Hash units `crunch` does between looks at the clock, the load and the shedding knob.
 CRUNCH_CHUNK_UNITS = 1000
 CRUNCH_MAX_UNITS = 50_000_000
@@ -211,6 +225,66 @@ def demo_catalog(tool_version: int = 1) -> Catalog:
         return tool_result(
             f"crunch of {units} units: {digest}",
             structured={"digest": digest, "replicas": trail},
+        )
+
+    @catalog.tool(
+        "echo",
+        "The seed's persistent-tool example: asks for a string (echo_input) and echoes it. "
+        "Runs as a task when the client asks for one.",
+        execution={"taskSupport": "optional"},
+    )
+    async def echo(ctx: Context) -> dict[str, Any]:
+        await ctx.become_task("Task created for the echo tool call.")
+        answer = await ctx.elicit(
+            "echo_input", "Please provide the input string to echo back", ECHO_SCHEMA
+        )
+        if not answer.accepted:
+            return tool_result(f"Nothing to echo: the user chose {answer.action}.", is_error=True)
+        return tool_result(f"Echo: {answer.content['input']}")
+
+    @catalog.tool(
+        "provision_vm",
+        "Provision a virtual machine: asks for confirmation first (MRTR, nothing kept), then "
+        "a task does the long part, reporting progress in its status message.",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "Name of the new machine"},
+                "seconds": {
+                    "type": "number",
+                    "minimum": 0,
+                    "maximum": PROVISION_MAX_S,
+                    "description": f"How long the simulated work takes (default {PROVISION_S:g})",
+                },
+            },
+            "required": ["name"],
+        },
+        execution={"taskSupport": "required"},
+    )
+    async def provision_vm(ctx: Context) -> dict[str, Any]:
+        name = ctx.arguments["name"]
+        # Ephemeral part: nothing is stored until the user says yes.
+        answer = await ctx.elicit(
+            "confirm_provision",
+            f"Provision the virtual machine {name!r}? It is billed by the hour.",
+            {
+                "type": "object",
+                "properties": {"confirm": {"type": "boolean"}},
+                "required": ["confirm"],
+            },
+        )
+        if not (answer.accepted and answer.content["confirm"]):
+            return tool_result(f"{name} was not provisioned: not confirmed.", is_error=True)
+        # Persistent part: from here the call is a task, its progress in the task store.
+        await ctx.become_task(f"Provisioning {name}.")
+        seconds = float(ctx.arguments.get("seconds", PROVISION_S))
+        for done, step in enumerate(PROVISION_STEPS):
+            total = len(PROVISION_STEPS)
+            await ctx.progress(done, total, f"{step} ({done + 1}/{total})")
+            await asyncio.sleep(seconds / len(PROVISION_STEPS))
+        return tool_result(
+            f"Virtual machine {name} is running.",
+            structured={"name": name, "state": "running", "steps": PROVISION_STEPS},
         )
 
     @catalog.prompt("greeting", "A greeting for you; asks your name first.")

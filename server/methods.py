@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.catalog import Catalog, Handler
 from server.context import Context, MrtrChannel, Notify, Replica
@@ -17,6 +17,9 @@ from server.jsonrpc import Message, RpcError, invalid_params
 from server.mrtr import MrtrRunner
 from server.state import Origin, arguments_digest
 from server.transport import check_param_headers
+
+if TYPE_CHECKING:
+    from server.tasks import TaskMethods
 
 MODERN_VERSION = "2026-07-28"
 SERVER_INFO = {"name": "mrtr-lab", "title": "MRTR Lab server", "version": "0.1.0"}
@@ -54,6 +57,7 @@ class Methods:
         *,
         supported_versions: list[str],
         list_ttl_ms: int,
+        tasks: TaskMethods | None = None,
     ) -> None:
         self.catalog = catalog
         self.runner = runner
@@ -71,15 +75,22 @@ class Methods:
             "resources/read": self.resources_read,
             "completion/complete": self.complete,
         }
+        #: Persistent tools (tasks), when this replica serves them.
+        self.tasks = tasks
+        if tasks is not None:
+            self.table.update(tasks.table)
 
     def capabilities(self) -> dict[str, Any]:
         """What this server offers, for discovery."""
-        return {
+        capabilities: dict[str, Any] = {
             "tools": {"listChanged": False},
             "prompts": {"listChanged": False},
             "resources": {"listChanged": False, "subscribe": False},
             "completions": {},
         }
+        if self.tasks is not None:
+            capabilities["extensions"] = self.tasks.extensions()
+        return capabilities
 
     def _cacheable(self, result: dict[str, Any]) -> dict[str, Any]:
         result["resultType"] = "complete"
@@ -131,6 +142,8 @@ class Methods:
             raise invalid_params(f"Invalid arguments for {name}: {'; '.join(errors)}")
         if tool.header_params:
             check_param_headers(call.headers or {}, tool.header_params, arguments)
+        if self.tasks is not None:
+            return await self.tasks.call_tool(call, tool, arguments, self._attempt)
         return await self._attempt(call, tool.handler, name, arguments)
 
     async def prompts_get(self, call: Call) -> dict[str, Any]:
@@ -160,7 +173,13 @@ class Methods:
         return result
 
     async def _attempt(
-        self, call: Call, handler: Handler, name: str, arguments: dict[str, Any]
+        self,
+        call: Call,
+        handler: Handler,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        may_become_task: bool = False,
     ) -> dict[str, Any]:
         method = call.message.method
         origin = Origin(call.principal, method, name, arguments_digest(arguments))
@@ -176,6 +195,7 @@ class Methods:
                 progress_token=call.progress_token,
                 log_level=call.log_level,
                 notify=call.notify,
+                may_become_task=may_become_task,
             )
 
         return await self.runner.attempt(

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from server.catalog import Handler
-from server.context import Context, InputRequired, MrtrChannel, Offload
+from server.context import BecomeTask, Context, InputRequired, MrtrChannel, Offload
 from server.jsonrpc import invalid_params
 from server.metrics import ServerMetrics
 from server.state import Origin, StateError, StateSealer
@@ -96,6 +96,10 @@ class MrtrRunner:
                 "resultType": "input_required",
                 "requestState": self._seal(origin, rounds + 1, channel.used, ctx.state),
             }
+        except BecomeTask as switch:
+            # Ephemeral then persistent: what this attempt learnt goes into the new task.
+            switch.answers = dict(channel.used)
+            raise
         result["resultType"] = "complete"
         return result
 

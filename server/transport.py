@@ -28,8 +28,16 @@ META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
-#: Methods whose target (tool, prompt or resource) is repeated in the `Mcp-Name` header.
-NAMED_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+#: Methods whose target (tool, prompt, resource or task) is repeated in the `Mcp-Name`
+#: header; the tasks extension (SEP-2663) adds its task methods, named by `taskId`.
+NAMED_METHODS = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
 JSON_CONTENT_TYPE = "application/json"
 

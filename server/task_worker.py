@@ -1,0 +1,211 @@
+"""The background side of tasks on one replica: run a task's tool, record what came of it.
+
+A run is one execution of the tool's handler from the top, with the answers and the
+checkpoint (`ctx.state`) stored in the task, exactly as an MRTR retry re-runs a handler
+with what requestState carried. It ends in one of three ways, each written to the store:
+
+- the handler returns: the task is `completed` with that result (a tool that reports an
+  error is still `completed`, with `isError`);
+- the handler asks for something not yet answered: the task parks in `input_required`
+  with the open `inputRequests`, and the run is over. Nothing waits in memory; when the
+  answers arrive, at any replica, that replica starts the next run;
+- the handler fails (a JSON-RPC error or a crash): the task is `failed` with the error.
+
+Progress the handler reports (`ctx.progress`) becomes the task's `statusMessage`. Each such
+write also notices a cancellation or a newer run made elsewhere, and stops this run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from server.catalog import Catalog
+from server.context import Context, InputRequired, MrtrChannel, Notify, Replica
+from server.jsonrpc import INTERNAL_ERROR, RpcError
+from server.task_store import (
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    WORKING,
+    TaskRecord,
+    TaskStore,
+    TaskStoreError,
+)
+
+log = logging.getLogger("server.tasks")
+
+
+class TaskChannel(MrtrChannel):
+    """Answers stored in the task; a question without one parks the task in input_required."""
+
+    can_offload = False
+
+    def __init__(self, answers: dict[str, Any], client_capabilities: dict[str, Any]) -> None:
+        super().__init__(answers, {}, client_capabilities)
+
+
+class RunSuperseded(Exception):
+    """This run no longer owns its task: cancelled, expired, or a newer run started."""
+
+
+class TaskWorker:
+    """Runs task handlers in the background on this replica."""
+
+    def __init__(self, store: TaskStore, catalog: Catalog, replica: Replica) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.replica = replica
+        self._running: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def running(self) -> int:
+        """How many task runs this replica has in progress."""
+        return len(self._running)
+
+    def start(self, record: TaskRecord) -> None:
+        """Start the task's current run (`record.run`) in the background."""
+        self.stop(record.task_id)
+        job = asyncio.create_task(self._run(record.task_id, record.run))
+        self._running[record.task_id] = job
+        job.add_done_callback(lambda done: self._forget(record.task_id, done))
+
+    def stop(self, task_id: str) -> None:
+        """Stop the task's run if it is running here (a cancellation, say)."""
+        job = self._running.pop(task_id, None)
+        if job is not None:
+            job.cancel()
+
+    async def close(self) -> None:
+        """Stop every run (shutdown); their tasks stay as the store last saw them."""
+        jobs = list(self._running.values())
+        self._running.clear()
+        for job in jobs:
+            job.cancel()
+        for job in jobs:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await job
+
+    def _forget(self, task_id: str, done: asyncio.Task[None]) -> None:
+        if self._running.get(task_id) is done:
+            del self._running[task_id]
+
+    async def _run(self, task_id: str, run: int) -> None:
+        try:
+            record = await self.store.get(task_id)
+            if record is None or record.run != run or record.status != WORKING:
+                return
+            outcome = await self._execute(record)
+            await self.store.update(task_id, _settle(run, outcome))
+        except RunSuperseded:
+            log.info("task %s run %d stopped: superseded", task_id, run)
+        except TaskStoreError:
+            log.exception("task %s run %d: the task store failed", task_id, run)
+
+    async def _execute(self, record: TaskRecord) -> Callable[[TaskRecord], None]:
+        """Run the handler once; returns how to record the outcome."""
+        tool = self.catalog.tools.get(record.tool)
+        if tool is None:
+            error = RpcError(INTERNAL_ERROR, f"tool {record.tool!r} is not served here")
+            return _failed(error.to_error())
+        channel = TaskChannel(record.answers, record.client_capabilities)
+        ctx = Context(
+            arguments=record.arguments,
+            principal=record.principal,
+            client_capabilities=record.client_capabilities,
+            replica=self.replica,
+            channel=channel,
+            state=record.tool_state,
+            progress_token=record.task_id,
+            notify=self._reporter(record.task_id, record.run),
+        )
+        try:
+            result = await tool.handler(ctx)
+        except InputRequired as asked:
+            wire = {key: request.to_wire() for key, request in asked.requests.items()}
+            return _parked(wire, ctx.state)
+        except RunSuperseded:
+            raise
+        except RpcError as error:
+            return _failed(error.to_error())
+        except Exception:
+            log.exception("task %s: tool %s crashed", record.task_id, record.tool)
+            return _failed(RpcError(INTERNAL_ERROR, "Internal error in the tool").to_error())
+        return _completed(result)
+
+    def _reporter(self, task_id: str, run: int) -> Notify:
+        """Where the handler's progress goes: the task's statusMessage."""
+
+        async def report(message: dict[str, Any]) -> None:
+            if message.get("method") != "notifications/progress":
+                return
+            params = message["params"]
+            total = params.get("total")
+            text = params.get("message") or (
+                f"{params['progress']}/{total}" if total is not None else f"{params['progress']}"
+            )
+
+            def change(record: TaskRecord) -> bool:
+                if record.run != run or record.status != WORKING:
+                    raise RunSuperseded()
+                record.touch(message=text)
+                return True
+
+            stored, _ = await self.store.update(task_id, change)
+            if stored is None:
+                raise RunSuperseded()
+
+        return report
+
+
+def _settle(run: int, outcome: Callable[[TaskRecord], None]) -> Callable[[TaskRecord], bool]:
+    """Record a run's outcome, unless the task moved on (cancelled, or a newer run)."""
+
+    def change(record: TaskRecord) -> bool:
+        if record.run != run or record.status != WORKING:
+            return False
+        outcome(record)
+        return True
+
+    return change
+
+
+def _completed(result: dict[str, Any]) -> Callable[[TaskRecord], None]:
+    def outcome(record: TaskRecord) -> None:
+        record.result = {k: v for k, v in result.items() if k != "resultType"}
+        record.touch(COMPLETED)
+
+    return outcome
+
+
+def _parked(input_requests: dict[str, Any], state: dict[str, Any]) -> Callable[[TaskRecord], None]:
+    def outcome(record: TaskRecord) -> None:
+        record.input_requests = input_requests
+        record.tool_state = state
+        record.touch(INPUT_REQUIRED)
+
+    return outcome
+
+
+def _failed(error: dict[str, Any]) -> Callable[[TaskRecord], None]:
+    def outcome(record: TaskRecord) -> None:
+        record.error = error
+        record.touch(FAILED, error.get("message"))
+
+    return outcome
+
+
+async def sweep_periodically(store: TaskStore, interval_s: float) -> None:
+    """Remove expired tasks every `interval_s` seconds, until cancelled."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            removed = await store.sweep()
+        except TaskStoreError:
+            log.warning("task sweep skipped: the task store failed")
+            continue
+        if removed:
+            log.info("task sweep removed %d expired tasks", removed)
