@@ -91,10 +91,11 @@ class MrtrRunner:
                 out["requestState"] = self._seal(origin, rounds + 1, carry, ctx.state)
             return out
         except Offload:
+            # Shedding moves work, it asks the user nothing: it does not use up input rounds.
             self.metrics.input_required.labels("offload").inc()
             return {
                 "resultType": "input_required",
-                "requestState": self._seal(origin, rounds + 1, channel.used, ctx.state),
+                "requestState": self._seal(origin, rounds, channel.to_carry(), ctx.state),
             }
         except BecomeTask as switch:
             # Ephemeral then persistent: what this attempt learnt goes into the new task.

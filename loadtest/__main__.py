@@ -1,0 +1,198 @@
+"""Command line of the load test.
+
+    python -m loadtest cluster up --replicas 3 --arch mrtr [--lb-port P]
+    python -m loadtest scenario rolling-upgrade --arch mrtr --replicas 3 --users 20 \\
+        --duration 20 --json out.json
+    python -m loadtest compare [--scenario rolling-upgrade] [--json out.json]
+    python -m loadtest swarm [--replicas 3]       # Locust's web UI against an MRTR cluster
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from loadtest.cluster import Cluster
+from loadtest.config import ARCHITECTURES, SCENARIOS, LoadTestConfig, LoadTestError
+
+
+def _terminate_on_sigterm() -> None:
+    """Make SIGTERM unwind like Ctrl-C, so `finally` blocks stop every process."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _config(args: argparse.Namespace, **overrides: Any) -> LoadTestConfig:
+    fields = {
+        "arch": getattr(args, "arch", "mrtr"),
+        "scenario": getattr(args, "scenario", "steady"),
+        "replicas": args.replicas,
+    }
+    for name in ("users", "duration_s", "fault_at_s", "think_time_median_s", "drain_timeout_s"):
+        value = getattr(args, name, None)
+        if value is not None:
+            fields[name] = value
+    if getattr(args, "tools", None):
+        fields["tool_mix"] = _tool_mix(args.tools)
+    fields.update(overrides)
+    return LoadTestConfig(**fields)
+
+
+def _tool_mix(spec: str) -> dict[str, float]:
+    """Parse `name=weight,name=weight` (a bare name weighs 1)."""
+    mix = {}
+    for item in spec.split(","):
+        name, _, weight = item.strip().partition("=")
+        try:
+            mix[name] = float(weight) if weight else 1.0
+        except ValueError as exc:
+            raise LoadTestError(f"tool weight {weight!r} is not a number") from exc
+    return mix
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    config = _config(args)
+    try:
+        with Cluster(config, lb_port=args.lb_port) as cluster:
+            print(f"{config.arch} cluster up: {cluster.url}")
+            for name, replica in cluster.replicas.items():
+                print(f"  {name}: {replica.base_url} (pid {replica.pid})")
+            print(f"  haproxy: 127.0.0.1:{cluster.lb_port} (pid {cluster.lb.pid})")
+            if cluster.redis is not None:
+                print(f"  redis: {cluster.redis.url} (pid {cluster.redis.pid})")
+            print(f"  haproxy admin socket: {cluster.api.socket_path}")
+            print("Ctrl-C stops everything.", flush=True)
+            while True:
+                time.sleep(1)
+    except KeyboardInterrupt:
+        print("stopped: every process of the cluster has exited")
+    return 0
+
+
+def cmd_scenario(args: argparse.Namespace) -> int:
+    from loadtest.scenarios import run_scenario
+
+    summary = run_scenario(_config(args))
+    _write(summary, args.json)
+    print_table([summary])
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from loadtest.scenarios import run_scenario
+
+    summaries = [run_scenario(_config(args, arch=arch)) for arch in ARCHITECTURES]
+    _write(summaries, args.json)
+    print_table(summaries)
+    return 0
+
+
+def cmd_swarm(args: argparse.Namespace) -> int:
+    from loadtest.scenarios import LOCUSTFILE
+
+    config = _config(args)
+    with Cluster(config) as cluster:
+        print(f"MRTR cluster: {cluster.url}; Locust web UI on http://127.0.0.1:{args.web_port}")
+        command = [
+            sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
+            "--host", cluster.url.removesuffix("/mcp"),
+            "--web-host", "127.0.0.1", "--web-port", str(args.web_port), "MrtrUser",
+        ]  # fmt: skip
+        swarm = subprocess.Popen(command)
+        try:
+            swarm.wait()
+        except KeyboardInterrupt:
+            swarm.terminate()
+            swarm.wait(10)
+    return 0
+
+
+def print_table(summaries: list[dict[str, Any]]) -> None:
+    """One row per run: outcomes, re-prompts, latency and throughput."""
+    header = (
+        f"{'arch':<10} {'scenario':<16} {'started':>7} {'done':>6} {'failed':>6} {'lost':>5} "
+        f"{'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for s in summaries:
+        lat = s["latency_ms"]
+        print(
+            f"{s['arch']:<10} {s['scenario']:<16} {s['started']:>7} {s['completed']:>6} "
+            f"{s['failed']:>6} {s['lost']:>5} {s['re_prompts']:>8} {_ms(lat['p50']):>8} "
+            f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
+        )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _write(document: Any, path: str | None) -> None:
+    if path:
+        Path(path).write_text(json.dumps(document, indent=2))
+        print(f"wrote {path}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtest", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    cluster = sub.add_parser("cluster", help="start a cluster and keep it up until Ctrl-C")
+    cluster.add_argument("action", choices=["up"])
+    cluster.add_argument("--replicas", type=int, default=3)
+    cluster.add_argument("--arch", choices=ARCHITECTURES, default="mrtr")
+    cluster.add_argument("--lb-port", type=int, default=None)
+    cluster.set_defaults(run=cmd_cluster)
+
+    def swarm_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--replicas", type=int, default=3)
+        p.add_argument("--users", type=int, default=None)
+        p.add_argument("--duration", dest="duration_s", type=float, default=None)
+        p.add_argument("--fault-at", dest="fault_at_s", type=float, default=None)
+        p.add_argument("--think-time", dest="think_time_median_s", type=float, default=None)
+        p.add_argument("--drain-timeout", dest="drain_timeout_s", type=float, default=None)
+        p.add_argument("--tools", default=None, help="tool mix, e.g. link_accounts=3,crunch=1")
+        p.add_argument("--json", default=None, help="write the summary here")
+
+    scenario = sub.add_parser("scenario", help="run one scenario and summarise it")
+    scenario.add_argument("scenario", choices=SCENARIOS)
+    scenario.add_argument("--arch", choices=ARCHITECTURES, default="mrtr")
+    swarm_options(scenario)
+    scenario.set_defaults(run=cmd_scenario)
+
+    compare = sub.add_parser("compare", help="run a scenario for all three architectures")
+    compare.add_argument("--scenario", choices=SCENARIOS, default="rolling-upgrade")
+    swarm_options(compare)
+    compare.set_defaults(run=cmd_compare)
+
+    swarm = sub.add_parser("swarm", help="an MRTR cluster with Locust's web UI")
+    swarm.add_argument("--replicas", type=int, default=3)
+    swarm.add_argument("--web-port", type=int, default=8089)
+    swarm.set_defaults(run=cmd_swarm)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _terminate_on_sigterm()
+    try:
+        return args.run(args)
+    except LoadTestError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Load-test configuration: one dataclass with documented defaults.
+
+Times are scaled down from the real world so a scenario fits in a minute on a laptop:
+a user "thinks" for about a second instead of ten, and a drain timeout is seconds, not
+minutes. The ratios that matter (drain timeout vs think time, fault time vs run time)
+are what the scenarios keep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ARCHITECTURES = ("mrtr", "sticky", "sse-store")
+SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload")
+
+
+class LoadTestError(ValueError):
+    """A setting that cannot work, said in one line."""
+
+
+@dataclass
+class LoadTestConfig:
+    """One load-test run: the cluster, the swarm and the fault."""
+
+    #: mrtr: round-robin LB, no store. sticky: cookie-sticky LB, legacy SSE, memory store.
+    #: sse-store: round-robin LB, legacy SSE, answers routed through Redis.
+    arch: str = "mrtr"
+    #: steady, rolling-upgrade, crash or overload.
+    scenario: str = "steady"
+    #: Replicas behind the load balancer.
+    replicas: int = 3
+    #: Concurrent Locust users (each runs whole tool calls back to back).
+    users: int = 20
+    #: Users started per second.
+    spawn_rate: float = 20.0
+    #: Length of the swarm, seconds.
+    duration_s: float = 20.0
+    #: When the fault is injected, seconds after the swarm starts.
+    fault_at_s: float = 5.0
+    #: Median user think time per question (lognormal), scaled down from ~10 s.
+    think_time_median_s: float = 0.5
+    #: Spread (sigma of the underlying normal) of the lognormal think time.
+    think_time_sigma: float = 0.6
+    #: Drain timeout per replica during a rolling upgrade (HAProxy drain, then stop).
+    drain_timeout_s: float = 2.0
+    #: Time a crashed replica stays down before it restarts.
+    restart_delay_s: float = 2.0
+    #: Demo tools the users call, with relative weights.
+    tool_mix: dict[str, float] = field(
+        default_factory=lambda: {
+            "get_weather": 3.0,
+            "update_work_item": 2.0,
+            "link_accounts": 2.0,
+            "ask_capital": 1.0,
+        }
+    )
+    #: Hash units per `crunch` call in the overload scenario.
+    crunch_units: int = 200_000
+    #: In-flight requests above which a replica sheds `crunch` (overload scenario).
+    shed_in_flight: int = 2
+    #: Retries of one round (MRTR) or restarts of one call (legacy) before it counts as lost.
+    max_retries: int = 8
+    #: Legacy SSE: how long a replica waits for an answer before failing the call.
+    answer_timeout_s: float = 30.0
+    #: HAProxy: health-check interval, milliseconds.
+    health_check_interval_ms: int = 300
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHITECTURES:
+            raise LoadTestError(f"unknown architecture {self.arch!r}; choose from {ARCHITECTURES}")
+        if self.scenario not in SCENARIOS:
+            raise LoadTestError(f"unknown scenario {self.scenario!r}; choose from {SCENARIOS}")
+        if self.replicas < 1:
+            raise LoadTestError("at least one replica is needed")
+        if self.users < 1 or self.spawn_rate <= 0:
+            raise LoadTestError("users and spawn rate must be positive")
+        if self.duration_s <= 0 or self.fault_at_s < 0:
+            raise LoadTestError("duration must be positive and the fault time non-negative")
+        if self.think_time_median_s < 0 or self.drain_timeout_s < 0:
+            raise LoadTestError("think time and drain timeout must be non-negative")
+        if not self.tool_mix or min(self.tool_mix.values()) < 0:
+            raise LoadTestError("the tool mix needs at least one tool and no negative weight")

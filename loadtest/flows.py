@@ -1,0 +1,217 @@
+"""A flow is one whole tool call as one user lives it: every round, every answer, every retry.
+
+The load test's users run flows back to back. A flow measures what the user would feel
+(latency with the user's own think time taken out, rounds, questions asked again) and
+reacts to faults the way each architecture's real client does:
+
+- MRTR: a round cut by a fault (connection refused or reset, 502/503/504) is sent again,
+  to whichever replica the balancer picks; the user is never asked again.
+- Legacy SSE: a cut stream loses the call; the client starts it again from scratch and the
+  user answers every question again (re-prompts).
+
+Flows are written against a tiny `Post` function so they run the same on Locust's fast HTTP
+client, on httpx in tests, or anywhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from server.client import Exchange, McpError
+from server.demo import crunch_start, crunch_units
+
+#: HTTP statuses a balancer returns when a replica is gone or busy: retry elsewhere.
+RETRYABLE_STATUS = {0, 502, 503, 504}
+
+
+@dataclass
+class HttpReply:
+    """What a POST returned: status (0 when the connection failed), headers, JSON body."""
+
+    status: int
+    served_by: str | None
+    body: dict[str, Any] | None
+
+
+Post = Callable[[dict[str, str], dict[str, Any]], HttpReply]
+Sleep = Callable[[float], None]
+
+
+@dataclass
+class CallRecord:
+    """The outcome of one flow, one line of the load test's call log."""
+
+    tool: str
+    arch: str
+    started: float
+    ended: float = 0.0
+    outcome: str = "completed"  # completed | failed | lost
+    latency_ms: float = 0.0
+    rounds: int = 0
+    retries: int = 0
+    re_prompts: int = 0
+    questions: list[list[str]] = field(default_factory=list)
+    served_by: list[str] = field(default_factory=list)
+    error: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+
+def tool_arguments(tool: str, rng: random.Random, crunch_units_: int) -> dict[str, Any]:
+    """Arguments for a demo tool, as a varied user population would send them."""
+    if tool == "get_weather":
+        return {"location": rng.choice(["Paris", "Lagos", "Lima", "Oslo", "Pune"])}
+    if tool == "update_work_item":
+        return {"workItemId": rng.randint(1, 9999), "fields": {"System.State": "Resolved"}}
+    if tool == "ask_capital":
+        return {"country": rng.choice(["France", "Peru", "Japan", "Kenya"])}
+    if tool == "crunch":
+        return {"units": crunch_units_}
+    return {}
+
+
+def answer_for(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A simulated user's (or LLM's, or client's) answer to one input request."""
+    method = request.get("method")
+    params = request.get("params") or {}
+    if method == "sampling/createMessage":
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "Paris"},
+            "model": "swarm-model",
+            "stopReason": "endTurn",
+        }
+    if method == "roots/list":
+        return {"roots": [{"uri": "file:///work", "name": "work"}]}
+    content: dict[str, Any] = {}
+    for name, spec in (params.get("requestedSchema") or {}).get("properties", {}).items():
+        if "enum" in spec:
+            # Half the users mark duplicates, so update_work_item takes its second round.
+            content[name] = "Duplicate" if rng.random() < 0.5 else spec["enum"][0]
+        elif spec.get("type") in ("number", "integer"):
+            content[name] = rng.randint(1, 9999)
+        elif spec.get("type") == "boolean":
+            content[name] = True
+        else:
+            content[name] = f"user{rng.randint(1, 999)}"
+    return {"action": "accept", "content": content}
+
+
+class ThinkTime:
+    """How long a user takes to answer: lognormal, heavy-tailed, scaled down for a laptop."""
+
+    def __init__(self, median_s: float, sigma: float, rng: random.Random) -> None:
+        self.median_s = median_s
+        self.sigma = sigma
+        self.rng = rng
+
+    def draw(self) -> float:
+        if self.median_s <= 0:
+            return 0.0
+        return self.median_s * self.rng.lognormvariate(0.0, self.sigma)
+
+
+_CRUNCH_DIGESTS: dict[int, str] = {}
+
+
+def expected_crunch_digest(units: int) -> str:
+    """The digest a `crunch` of `units` must produce, however often it moved (memoised)."""
+    if units not in _CRUNCH_DIGESTS:
+        _CRUNCH_DIGESTS[units] = crunch_units(crunch_start(), 0, units)
+    return _CRUNCH_DIGESTS[units]
+
+
+def run_mrtr_flow(
+    post: Post,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    think: ThinkTime,
+    rng: random.Random,
+    max_retries: int = 8,
+    sleep: Sleep = time.sleep,
+    capabilities: dict[str, Any] | None = None,
+) -> CallRecord:
+    """One MRTR tool call, all rounds, retrying a cut round on whatever replica answers."""
+    record = CallRecord(tool=tool, arch="mrtr", started=time.time())
+    exchange = Exchange(
+        "tools/call",
+        {"name": tool, "arguments": arguments},
+        capabilities or {"elicitation": {"form": {}}, "sampling": {}, "roots": {}},
+        max_rounds=64,
+    )
+    answered: set[str] = set()
+    thinking_s = 0.0
+    t0 = time.perf_counter()
+    try:
+        while True:
+            headers, body = exchange.next_request()
+            for attempt in range(max_retries + 1):
+                reply = post(headers, body)
+                if reply.status not in RETRYABLE_STATUS or reply.body is not None:
+                    break
+                record.retries += 1
+                sleep(min(0.05 * 2**attempt, 0.5))
+            else:
+                record.outcome, record.error = "lost", f"no replica answered {tool}"
+                break
+            if reply.served_by:
+                record.served_by.append(reply.served_by)
+            if exchange.record(body, reply.status, reply.body, 0.0):
+                break
+            if exchange.needs_backoff:  # load shedding: state only, go again at once
+                continue
+            keys = sorted(exchange.input_requests)
+            record.questions.append(keys)
+            record.re_prompts += len(answered.intersection(keys))
+            answered.update(keys)
+            pause = think.draw()
+            thinking_s += pause
+            sleep(pause)
+            exchange.answer({k: answer_for(exchange.input_requests[k], rng) for k in keys})
+    except McpError as error:
+        record.outcome, record.error = "failed", f"{error.code}: {error.message}"
+    record.rounds = len(exchange.rounds)
+    record.ended = time.time()
+    record.latency_ms = max(0.0, (time.perf_counter() - t0 - thinking_s) * 1000)
+    if record.outcome == "completed":
+        _check_result(record, exchange.result or {}, arguments)
+    return record
+
+
+def _check_result(record: CallRecord, result: dict[str, Any], arguments: dict[str, Any]) -> None:
+    if result.get("isError"):
+        record.outcome, record.error = "failed", "tool returned isError"
+        return
+    structured = result.get("structuredContent") or {}
+    if record.tool == "crunch":
+        record.detail = {"replicas": structured.get("replicas", [])}
+        if structured.get("digest") != expected_crunch_digest(arguments["units"]):
+            record.outcome, record.error = "failed", "crunch digest differs"
+    elif record.tool == "link_accounts":
+        record.detail = {"linked": sorted(structured.get("linked", {}))}
+
+
+def httpx_post(client: Any, url: str) -> Post:
+    """A `Post` on an httpx client (tests, notebooks); connection failures become status 0."""
+    import httpx
+
+    def post(headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
+        try:
+            response = client.post(url, json=body, headers=headers)
+        except httpx.TransportError:
+            return HttpReply(0, None, None)
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = None
+        return HttpReply(response.status_code, response.headers.get("x-served-by"), parsed)
+
+    return post

@@ -1,0 +1,186 @@
+"""HAProxy in front of the replicas: its configuration, its process and its runtime API.
+
+Two policies matter to the lab: plain round-robin (MRTR and SSE + shared store: any
+replica may take any request) and cookie stickiness (the legacy answer must reach the
+replica that holds the stream). HAProxy marks every response with the server that served
+it (`X-Served-By`), so the load test can count calls per replica without asking them.
+
+The runtime API (a Unix socket) drives rolling upgrades: `drain` stops new sessions but
+still routes clients that carry the server's cookie, `maint` takes the server out
+entirely, `ready` puts it back.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+BACKEND = "replicas"
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One replica as HAProxy knows it."""
+
+    name: str
+    port: int
+
+
+def render_config(
+    *,
+    lb_port: int,
+    backends: list[Backend],
+    sticky: bool,
+    admin_socket: Path,
+    health_check_interval_ms: int = 300,
+    stream_timeout_s: int = 3600,
+) -> str:
+    """An haproxy.cfg for the lab's cluster."""
+    cookie = "    cookie SERVERID insert indirect nocache\n" if sticky else ""
+    servers = "".join(
+        f"    server {b.name} 127.0.0.1:{b.port} check inter {health_check_interval_ms}"
+        f" fall 1 rise 1{f' cookie {b.name}' if sticky else ''}\n"
+        for b in backends
+    )
+    return f"""global
+    maxconn 4096
+    stats socket {admin_socket} mode 600 level admin
+    stats timeout 10s
+
+defaults
+    mode http
+    timeout connect 2s
+    # SSE streams stay open while a user thinks: long client/server timeouts.
+    timeout client {stream_timeout_s}s
+    timeout server {stream_timeout_s}s
+    timeout http-keep-alive 10s
+    timeout queue 5s
+    option redispatch
+    retries 2
+    # Only requests that never reached a replica are retried here; a request cut by a
+    # crash comes back to the client as a 502, and the client decides (MRTR: send the
+    # round again; legacy: start the call again).
+    retry-on conn-failure
+
+frontend mcp
+    bind 127.0.0.1:{lb_port}
+    default_backend {BACKEND}
+
+backend {BACKEND}
+    balance roundrobin
+    option httpchk GET /healthz
+    http-check expect status 200
+    http-response set-header X-Served-By %[srv_name]
+{cookie}{servers}"""
+
+
+class HAProxy:
+    """An HAProxy process with a generated configuration."""
+
+    def __init__(self, config_text: str, workdir: Path) -> None:
+        self.workdir = workdir
+        self.config_path = workdir / "haproxy.cfg"
+        self.config_path.write_text(config_text)
+        self.process: subprocess.Popen | None = None
+
+    @staticmethod
+    def available() -> bool:
+        return shutil.which("haproxy") is not None
+
+    def start(self, admin_socket: Path, timeout_s: float = 10.0) -> HAProxy:
+        """Start HAProxy in the foreground (its own process group) and wait for its socket."""
+        check = subprocess.run(
+            ["haproxy", "-c", "-f", str(self.config_path)], capture_output=True, text=True
+        )
+        if check.returncode != 0:
+            raise RuntimeError(f"haproxy rejected its configuration:\n{check.stdout}{check.stderr}")
+        log = open(self.workdir / "haproxy.log", "ab")  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(
+                ["haproxy", "-db", "-f", str(self.config_path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + timeout_s
+        while not admin_socket.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("haproxy did not start; see haproxy.log")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+
+class RuntimeApi:
+    """A client of HAProxy's runtime API on its admin socket."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+
+    def command(self, line: str) -> str:
+        """Send one command and return HAProxy's answer."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(self.socket_path))
+            sock.sendall(line.encode() + b"\n")
+            chunks = []
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks).decode()
+
+    def set_state(self, server: str, state: str) -> None:
+        """Put a server in `ready`, `drain` or `maint`."""
+        if state not in ("ready", "drain", "maint"):
+            raise ValueError(f"unknown server state {state!r}")
+        answer = self.command(f"set server {BACKEND}/{server} state {state}").strip()
+        if answer:
+            raise RuntimeError(f"haproxy refused to set {server} {state}: {answer}")
+
+    def drain(self, server: str) -> None:
+        self.set_state(server, "drain")
+
+    def maint(self, server: str) -> None:
+        self.set_state(server, "maint")
+
+    def ready(self, server: str) -> None:
+        self.set_state(server, "ready")
+
+    def show_stat(self) -> list[dict[str, str]]:
+        """`show stat` as rows (one per frontend, backend and server)."""
+        text = self.command("show stat").lstrip("# ")
+        return list(csv.DictReader(io.StringIO(text)))
+
+    def server_stats(self) -> dict[str, dict[str, str]]:
+        """Stats of each replica by name: `scur` (sessions now), `status`, `stot`, ..."""
+        return {
+            row["svname"]: row
+            for row in self.show_stat()
+            if row.get("pxname") == BACKEND and row.get("svname") not in ("BACKEND", "FRONTEND")
+        }
+
+    def sessions(self, server: str) -> int:
+        """Sessions the server holds now."""
+        return int(self.server_stats()[server]["scur"] or 0)

@@ -1,0 +1,115 @@
+"""The summary of one load-test run: what the users lived through, in one JSON document.
+
+Built from the call log (one line per flow) and the cluster's event log, with the
+Locust JSON report for cross-checking totals. pandas and the notebooks read it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loadtest.config import LoadTestConfig
+
+
+def read_calls(path: Path) -> list[dict[str, Any]]:
+    """Every call record in a call log (JSON lines)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def percentiles_ms(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"p50": round(float(p50), 2), "p95": round(float(p95), 2), "p99": round(float(p99), 2)}
+
+
+def locust_flow_totals(report: Any) -> dict[str, int]:
+    """FLOW requests and failures from Locust's `--json-file` report."""
+    flows = [r for r in report or [] if r.get("method") == "FLOW"]
+    http = [r for r in report or [] if r.get("method") != "FLOW"]
+    return {
+        "flows": sum(r.get("num_requests", 0) for r in flows),
+        "flow_failures": sum(r.get("num_failures", 0) for r in flows),
+        "http_requests": sum(r.get("num_requests", 0) for r in http),
+        "http_failures": sum(r.get("num_failures", 0) for r in http),
+    }
+
+
+def summarize(
+    config: LoadTestConfig,
+    calls: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    *,
+    swarm_started: float,
+    swarm_ended: float,
+    versions: dict[str, int],
+    locust_report: Any = None,
+) -> dict[str, Any]:
+    """The run's summary document."""
+    outcomes = Counter(c["outcome"] for c in calls)
+    completed = [c for c in calls if c["outcome"] == "completed"]
+    duration_s = max(swarm_ended - swarm_started, 1e-9)
+    served = Counter(name for c in calls for name in c.get("served_by", []))
+    return {
+        "arch": config.arch,
+        "scenario": config.scenario,
+        "started": len(calls),
+        "completed": outcomes.get("completed", 0),
+        "failed": outcomes.get("failed", 0),
+        "lost": outcomes.get("lost", 0),
+        "re_prompts": sum(c.get("re_prompts", 0) for c in calls),
+        "retries": sum(c.get("retries", 0) for c in calls),
+        "latency_ms": percentiles_ms([c["latency_ms"] for c in completed]),
+        "throughput_per_s": round(len(completed) / duration_s, 3),
+        "replica_share": dict(sorted(served.items())),
+        "timeline": timeline(calls, swarm_started, swarm_ended),
+        "faults": [
+            {**e, "t": round(e["t"] - swarm_started, 3)}
+            for e in events
+            if e["t"] >= swarm_started - 1
+        ],
+        "versions_after": versions,
+        "errors": dict(Counter(c["error"] for c in calls if c.get("error")).most_common(10)),
+        "duration_s": round(duration_s, 3),
+        "config": {
+            "replicas": config.replicas,
+            "users": config.users,
+            "think_time_median_s": config.think_time_median_s,
+            "drain_timeout_s": config.drain_timeout_s,
+            "fault_at_s": config.fault_at_s,
+        },
+        "locust": locust_flow_totals(locust_report),
+        "calls": calls,
+    }
+
+
+def timeline(
+    calls: list[dict[str, Any]], swarm_started: float, swarm_ended: float
+) -> list[dict[str, Any]]:
+    """Per-second rows: calls ending in that second by outcome, calls open, median latency."""
+    seconds = int(swarm_ended - swarm_started) + 1
+    rows = [
+        {"t": s, "completed": 0, "failed": 0, "lost": 0, "in_flight": 0, "p50_ms": None}
+        for s in range(seconds)
+    ]
+    latencies: list[list[float]] = [[] for _ in range(seconds)]
+    for call in calls:
+        start = int(call["started"] - swarm_started)
+        end = min(int(call["ended"] - swarm_started), seconds - 1)
+        if 0 <= end < seconds:
+            rows[end][call["outcome"]] += 1
+            if call["outcome"] == "completed":
+                latencies[end].append(call["latency_ms"])
+        for s in range(max(start, 0), end + 1):
+            rows[s]["in_flight"] += 1
+    for row, values in zip(rows, latencies, strict=True):
+        if values:
+            row["p50_ms"] = round(float(np.median(values)), 2)
+    return rows

@@ -1,0 +1,118 @@
+"""The load test on real processes: HAProxy, replicas, Locust, and faults injected under load."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+
+from loadtest.cluster import Cluster
+from loadtest.config import LoadTestConfig
+from loadtest.flows import ThinkTime, httpx_post, run_mrtr_flow
+from loadtest.haproxy import HAProxy
+from loadtest.scenarios import run_scenario
+
+pytestmark = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+
+SUMMARY_KEYS = {
+    "arch", "scenario", "started", "completed", "failed", "lost", "re_prompts", "latency_ms",
+    "throughput_per_s", "replica_share", "timeline", "faults",
+}  # fmt: skip
+
+
+def quiet(line: str) -> None:
+    pass
+
+
+@pytest.fixture(scope="module")
+def mrtr_upgrade(tmp_path_factory: Any) -> dict[str, Any]:
+    """The command line's rolling upgrade of 3 MRTR replicas under load, read back as JSON."""
+    out = tmp_path_factory.mktemp("upgrade") / "summary.json"
+    command = [
+        sys.executable, "-m", "loadtest", "scenario", "rolling-upgrade", "--arch", "mrtr",
+        "--replicas", "3", "--users", "12", "--duration", "12", "--fault-at", "2",
+        "--tools", "link_accounts=3,get_weather=1,update_work_item=1", "--json", str(out),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=240)
+    return json.loads(out.read_text())
+
+
+def test_rolling_upgrade_of_mrtr_under_load_loses_nothing(mrtr_upgrade: dict[str, Any]) -> None:
+    s = mrtr_upgrade
+    assert s["completed"] > 50
+    assert s["failed"] == 0 and s["lost"] == 0, s["errors"]
+    assert s["re_prompts"] == 0
+    assert s["versions_after"] == {"r1": 2, "r2": 2, "r3": 2}
+    assert [f["replica"] for f in s["faults"] if f["event"] == "ready"] == ["r1", "r2", "r3"]
+
+
+def test_link_accounts_spanning_the_upgrade_asks_only_the_changed_question(
+    mrtr_upgrade: dict[str, Any],
+) -> None:
+    # The summary keeps totals; the per-call log has each call's questions round by round.
+    calls = mrtr_upgrade["calls"]
+    spanning = [c for c in calls if c["tool"] == "link_accounts" and len(c["questions"]) > 1]
+    assert spanning, "no link_accounts call spanned a version change; lengthen the run"
+    for call in spanning:
+        first, *later = call["questions"]
+        assert "github_login" in first
+        for keys in later:
+            assert len(keys) == 1 and keys[0] in ("microsoft_login", "google_login")
+    assert any(later == [["microsoft_login"]] for _, *later in (c["questions"] for c in spanning))
+
+
+def test_summary_is_read_by_pandas_with_every_field(mrtr_upgrade: dict[str, Any]) -> None:
+    assert set(mrtr_upgrade) >= SUMMARY_KEYS
+    assert set(mrtr_upgrade["latency_ms"]) == {"p50", "p95", "p99"}
+    timeline = pd.DataFrame(mrtr_upgrade["timeline"])
+    assert {"t", "completed", "failed", "lost", "in_flight"} <= set(timeline.columns)
+    assert timeline["completed"].sum() == mrtr_upgrade["completed"]
+    faults = pd.DataFrame(mrtr_upgrade["faults"])
+    assert {"t", "event"} <= set(faults.columns)
+    share = pd.Series(mrtr_upgrade["replica_share"])
+    assert set(share.index) == {"r1", "r2", "r3"} and (share > 0).all()
+
+
+def test_overload_moves_crunch_between_replicas_with_the_right_digest() -> None:
+    config = LoadTestConfig(arch="mrtr", scenario="overload", replicas=3, users=9, duration_s=8)
+    s = run_scenario(config, progress=quiet)
+    assert s["completed"] > 5 and s["failed"] == 0 and s["lost"] == 0, s["errors"]
+    moved = [c for c in s["calls"] if len(set(c["detail"].get("replicas", []))) > 1]
+    assert moved, "no crunch call was offloaded to another replica"
+
+
+def test_a_killed_mrtr_replica_costs_no_call_the_round_is_sent_again() -> None:
+    config = LoadTestConfig(arch="mrtr", replicas=2)
+    with Cluster(config) as cluster, httpx.Client(timeout=30) as http:
+        records = []
+        flow = threading.Thread(
+            target=lambda: records.append(
+                run_mrtr_flow(
+                    httpx_post(http, cluster.url),
+                    "crunch",
+                    {"units": 3_000_000},
+                    think=ThinkTime(0, 0, random.Random(1)),
+                    rng=random.Random(1),
+                )
+            )
+        )
+        flow.start()
+        victim = None
+        deadline = time.monotonic() + 10
+        while victim is None and time.monotonic() < deadline:
+            victim = next((n for n in cluster.names if cluster.health(n).get("in_flight")), None)
+        assert victim is not None, "the crunch never started"
+        cluster.kill(victim)
+        flow.join(60)
+    (record,) = records
+    assert record.outcome == "completed", record.error
+    assert record.retries >= 1
+    assert record.detail["replicas"][-1] != victim
