@@ -53,5 +53,9 @@ format: setup
 conformance: setup
 	$(BIN)/python -m server conformance --requirements 2026-07-28
 
+# Three MRTR replicas behind HAProxy and Locust's web UI against them (Ctrl-C stops all).
+swarm: setup
+	$(BIN)/python -m loadtest swarm --replicas 3
+
 clean:
 	rm -rf $(VENV) $(TOOLS) build .pytest_cache .ruff_cache .hypothesis
