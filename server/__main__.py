@@ -3,6 +3,8 @@
 python -m server --host 127.0.0.1 --port 8000 [--replica-id ID] [--tool-version 1|2]
                  [--conformance] [--shed-every-units N] [--shed-in-flight N]
                  [--task-store memory|redis://HOST:PORT/DB] [--task-poll-interval-ms MS]
+                 [--legacy-store memory|redis://HOST:PORT/DB] [--legacy-answer-timeout-s S]
+                 [--legacy-keepalive-s S]
 python -m server token NAME
 python -m server conformance [--scenario NAME ... | --requirements 2026-07-28]
 """
@@ -38,6 +40,26 @@ def _serve(argv: list[str]) -> int:
         metavar="MS",
         help="how often clients should poll tasks/get",
     )
+    parser.add_argument(
+        "--legacy-store",
+        default=ServerConfig.legacy_store,
+        metavar="memory|redis://HOST:PORT/DB",
+        help="where 2025-11-25 sessions and pending answers live (default: memory)",
+    )
+    parser.add_argument(
+        "--legacy-answer-timeout-s",
+        type=float,
+        default=ServerConfig.legacy_answer_timeout_s,
+        metavar="S",
+        help="how long a held legacy call waits for each answer",
+    )
+    parser.add_argument(
+        "--legacy-keepalive-s",
+        type=float,
+        default=ServerConfig.legacy_keepalive_interval_s,
+        metavar="S",
+        help="interval between SSE keep-alive comments on a held stream",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -52,6 +74,9 @@ def _serve(argv: list[str]) -> int:
             task_store=args.task_store,
             task_poll_interval_ms=args.task_poll_interval_ms,
             loopback_only=_is_loopback(args.host),
+            legacy_store=args.legacy_store,
+            legacy_answer_timeout_s=args.legacy_answer_timeout_s,
+            legacy_keepalive_interval_s=args.legacy_keepalive_s,
         )
     except ConfigError as exc:
         parser.error(str(exc))

@@ -27,6 +27,7 @@ from server.conformance_fixtures import add_conformance_fixtures
 from server.context import Replica
 from server.demo import demo_catalog
 from server.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
+from server.legacy import LEGACY_VERSION, LegacyEra, ends_legacy_session, is_legacy_request
 from server.methods import MODERN_VERSION, Call, Methods
 from server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from server.mrtr import MrtrRunner
@@ -37,7 +38,7 @@ from server.tasks import TaskMethods
 
 log = logging.getLogger("server")
 
-SUPPORTED_VERSIONS = [MODERN_VERSION]
+SUPPORTED_VERSIONS = [MODERN_VERSION, LEGACY_VERSION]
 #: Methods whose handlers may send progress or log notifications before their result.
 STREAMING_METHODS = {"tools/call", "prompts/get", "resources/read"}
 
@@ -100,6 +101,7 @@ class McpServer:
             list_ttl_ms=config.list_ttl_ms,
             tasks=tasks,
         )
+        self.legacy = LegacyEra(config, self.catalog, self.replica, self.metrics, serve=self._serve)
 
     async def post(self, request: Request) -> Response:
         """Serve one JSON-RPC message POSTed to /mcp."""
@@ -121,6 +123,8 @@ class McpServer:
         payload: Any = None
         try:
             payload = jsonrpc.decode(body)
+            if is_legacy_request(request, payload):
+                return await self.legacy.post(request, payload, principal)
             message = jsonrpc.parse_message(payload)
             if not isinstance(message, Message) or message.is_notification:
                 # Notifications and stray responses need no answer in a stateless server.
@@ -203,6 +207,7 @@ class McpServer:
             "replica_id": self.config.replica_id,
             "tool_version": self.config.tool_version,
             "in_flight": self.in_flight,
+            **self.legacy.health(),
         }
         return JSONResponse(body, status_code=503 if self.draining else 200)
 
@@ -211,7 +216,7 @@ class McpServer:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        """Start the task sweep; at shutdown stop task runs and close the task store."""
+        """Start the task sweep; at shutdown stop task runs and held legacy calls, close stores."""
         sweeper = asyncio.create_task(
             sweep_periodically(self.task_store, self.config.task_sweep_interval_s)
         )
@@ -221,10 +226,25 @@ class McpServer:
             sweeper.cancel()
             await self.task_worker.close()
             await self.task_store.close()
+            await self.legacy.close()
 
     async def not_allowed(self, request: Request) -> Response:
         """GET and DELETE on /mcp: a stateless server has no stream or session to offer."""
         return Response(status_code=405, headers={"Allow": "POST"})
+
+    async def delete(self, request: Request) -> Response:
+        """DELETE /mcp ends a legacy session; without one (or under 2026-07-28) it is 405."""
+        if not ends_legacy_session(request):
+            return await self.not_allowed(request)
+        if self.config.loopback_only and not transport.is_local_request(request):
+            error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
+            return transport.error_response(None, error)
+        try:
+            principal = self.authenticator.principal(request.headers.get("authorization"))
+        except AuthError as exc:
+            error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
+            return transport.error_response(None, error)
+        return await self.legacy.delete(request, principal)
 
 
 def create_app(config: ServerConfig | None = None, catalog: Catalog | None = None) -> Starlette:
@@ -233,7 +253,8 @@ def create_app(config: ServerConfig | None = None, catalog: Catalog | None = Non
     app = Starlette(
         routes=[
             Route("/mcp", server.post, methods=["POST"]),
-            Route("/mcp", server.not_allowed, methods=["GET", "DELETE"]),
+            Route("/mcp", server.not_allowed, methods=["GET"]),
+            Route("/mcp", server.delete, methods=["DELETE"]),
             Route("/healthz", server.healthz, methods=["GET"]),
             Route("/metrics", server.metrics_endpoint, methods=["GET"]),
         ],

@@ -128,6 +128,20 @@ class ServerConfig:
     list_ttl_ms: int = 60_000
     #: Reject requests whose Host/Origin is not local while bound to loopback (DNS rebinding).
     loopback_only: bool = True
+    #: Where legacy (2025-11-25) sessions and pending answers live: `memory` (this process
+    #: only, so answers must reach the replica holding the stream: a sticky load balancer) or
+    #: a Redis URL such as `redis://127.0.0.1:6379/0` (shared by every replica).
+    legacy_store: str = "memory"
+    #: How long a legacy call held on its SSE stream waits for each answer before it ends with
+    #: an error. An assumption: five minutes for a person to fill in a form.
+    legacy_answer_timeout_s: float = 300.0
+    #: Interval between SSE keep-alive comments on a held stream; well under the 60 s idle
+    #: timeout of common load balancers (AWS ALB default).
+    legacy_keepalive_interval_s: float = 15.0
+    #: How long an idle legacy session lives; each request renews it.
+    legacy_session_ttl_s: float = 3600.0
+    #: Bound on every call to the shared store, so a Redis outage is an error, never a hang.
+    legacy_store_timeout_s: float = 2.0
 
     def __post_init__(self) -> None:
         if self.tool_version not in (1, 2):
@@ -155,3 +169,17 @@ class ServerConfig:
                 raise ConfigError(f"{name} must be positive")
         if not self.state_keys:
             raise ConfigError("at least one state key is needed")
+        if self.legacy_store != "memory" and not self.legacy_store.startswith(
+            ("redis://", "rediss://", "unix://")
+        ):
+            raise ConfigError(
+                f"legacy_store must be 'memory' or a redis:// URL, not {self.legacy_store!r}"
+            )
+        for name in (
+            "legacy_answer_timeout_s",
+            "legacy_keepalive_interval_s",
+            "legacy_session_ttl_s",
+            "legacy_store_timeout_s",
+        ):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive")

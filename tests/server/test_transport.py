@@ -116,7 +116,18 @@ def test_progress_notifications_stream_before_the_result(http: TestClient) -> No
 
 def test_healthz_reports_replica_version_and_in_flight(http: TestClient) -> None:
     body = http.get("/healthz").json()
-    assert body == {"status": "ok", "replica_id": "replica-1", "tool_version": 1, "in_flight": 0}
+    assert body == {
+        "status": "ok",
+        "replica_id": "replica-1",
+        "tool_version": 1,
+        "in_flight": 0,
+        # Legacy (2025-11-25) sessions and held calls, which a drain waits for.
+        "legacy_store": "memory",
+        "open_sessions": 0,
+        "open_streams": 0,
+        "waiting_calls": 0,
+        "waiting_memory_bytes": 0,
+    }
 
 
 def test_metrics_count_requests_by_method_and_outcome(app: Any, http: TestClient) -> None:

@@ -1,0 +1,614 @@
+"""The legacy protocol era (2025-11-25): sessions, and tool calls held open on SSE streams.
+
+This is how servers asked for input before MRTR, kept so the lab can measure it:
+
+1. `initialize` opens a session (`Mcp-Session-Id`); every later request names it.
+2. A `tools/call` whose tool asks for input is answered with an SSE stream. The tool's
+   `ctx.elicit(...)` sends an `elicitation/create` JSON-RPC *request* on that stream (with
+   an id of the server's choosing) and the coroutine waits, holding its memory and the
+   stream, while the user thinks.
+3. The client POSTs its JSON-RPC *response* as a separate HTTP request (answered 202). A
+   load balancer may send it to any replica; the `LegacyStore` gets it to the waiting call
+   (or says honestly that it cannot).
+4. The tool continues and the stream ends with the call's result.
+
+The tool code is the very same as under MRTR: only the context's channel differs
+(`SseChannel` here, `MrtrChannel` there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import Counter, Gauge
+from starlette.requests import Request
+from starlette.responses import Response
+
+from server import jsonrpc, transport
+from server.catalog import Catalog, Handler
+from server.config import ServerConfig
+from server.context import LOG_LEVELS, Context, Replica, missing_capability
+from server.footprint import held_bytes
+from server.inputs import InputRequest
+from server.jsonrpc import Message, RpcError, invalid_params
+from server.legacy_store import Delivery, Session, StoreUnavailable, open_store
+from server.methods import SERVER_INFO, Call, Method, Methods
+from server.metrics import ServerMetrics
+
+log = logging.getLogger("server.legacy")
+
+LEGACY_VERSION = "2025-11-25"
+SESSION_HEADER = "mcp-session-id"
+#: The JSON-RPC error code the MCP SDKs use for a request that timed out.
+REQUEST_TIMEOUT = -32001
+#: Methods whose handlers may ask for input, and so may hold an SSE stream.
+HOLDING_METHODS = {"tools/call", "prompts/get", "resources/read"}
+#: Catalog methods served under 2025-11-25, from the shared method table.
+CATALOG_METHODS = (
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "completion/complete",
+)
+#: Result fields of protocol 2026-07-28 that 2025-11-25 does not have.
+MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
+KEEPALIVE = b": keep-alive\n\n"
+INSTRUCTIONS = (
+    "MRTR Lab, legacy mode (2025-11-25): a tool that needs input answers tools/call with an "
+    "SSE stream, sends elicitation/create, sampling/createMessage or roots/list requests on "
+    "it and waits; POST each JSON-RPC response with your Mcp-Session-Id."
+)
+
+
+def is_legacy_request(request: Request, payload: Any) -> bool:
+    """Whether a POST speaks 2025-11-25: by its version header, else by its shape.
+
+    Without an `MCP-Protocol-Version` header, an `initialize` or a request carrying a
+    session id is legacy; anything else is left to the 2026-07-28 rules (which require the
+    header).
+    """
+    version = transport.header(request, "mcp-protocol-version")
+    if version is not None:
+        return version == LEGACY_VERSION
+    if request.headers.get(SESSION_HEADER):
+        return True
+    return isinstance(payload, dict) and payload.get("method") == "initialize"
+
+
+def ends_legacy_session(request: Request) -> bool:
+    """Whether a DELETE names a legacy session (else it is 405, as under 2026-07-28)."""
+    version = transport.header(request, "mcp-protocol-version")
+    return bool(request.headers.get(SESSION_HEADER)) and version in (None, LEGACY_VERSION)
+
+
+def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
+    """A result as 2025-11-25 spells it: without the 2026-07-28 result fields."""
+    for name in MODERN_RESULT_FIELDS:
+        result.pop(name, None)
+    return result
+
+
+@dataclass(slots=True)
+class LegacyCall(Call):
+    """A legacy request being served: a `Call` plus the channel its handler asks through."""
+
+    channel: SseChannel | None = None
+
+
+@dataclass(slots=True)
+class StreamEnd:
+    """The last message of a held call: its JSON-RPC response."""
+
+    message: dict[str, Any]
+
+
+@dataclass(eq=False)
+class HeldCall:
+    """A legacy call holding its HTTP response open: its stream queue and what it waits for."""
+
+    session_id: str
+    rpc_id: jsonrpc.RequestId
+    queue: asyncio.Queue[dict[str, Any] | StreamEnd] = field(default_factory=asyncio.Queue)
+    task: asyncio.Task[None] | None = None
+    stream: AsyncIterator[bytes] | None = None
+    #: Server-side ids of the requests sent to the client and not answered yet.
+    waiting_for: set[str] = field(default_factory=set)
+    #: Estimated bytes this call keeps alive while it waits (see `server.footprint`).
+    held_bytes: int = 0
+
+
+class LegacyMetrics:
+    """What `/metrics` shows about legacy sessions, streams and answers."""
+
+    def __init__(self, metrics: ServerMetrics, era: LegacyEra) -> None:
+        registry = metrics.registry
+        self.sessions = Counter(
+            "legacy_sessions",
+            "Legacy sessions by event (created, deleted)",
+            ["event"],
+            registry=registry,
+        )
+        self.server_requests = Counter(
+            "legacy_server_requests",
+            "Requests sent to clients on held SSE streams, by method",
+            ["method"],
+            registry=registry,
+        )
+        self.answers = Counter(
+            "legacy_answers",
+            "Answers POSTed by clients, by outcome (local, relayed, unknown_session, "
+            "unknown_request, store_error)",
+            ["outcome"],
+            registry=registry,
+        )
+        self.answer_timeouts = Counter(
+            "legacy_answer_timeouts",
+            "Held calls ended because the client did not answer in time",
+            registry=registry,
+        )
+        self.store_errors = Counter(
+            "legacy_store_errors",
+            "Operations on the legacy store that failed or timed out, by operation",
+            ["operation"],
+            registry=registry,
+        )
+        gauges = {
+            "legacy_open_sessions": ("Sessions that live only on this replica", era.local_sessions),
+            "legacy_open_streams": ("SSE streams held open now", lambda: era.open_streams),
+            "legacy_waiting_calls": ("Calls waiting for a client's answer", era.waiting_calls),
+            "legacy_waiting_memory_bytes": (
+                "Estimated bytes held by calls waiting for an answer",
+                era.waiting_memory_bytes,
+            ),
+        }
+        for name, (doc, read) in gauges.items():
+            Gauge(name, doc, registry=registry).set_function(read)
+
+
+class SseChannel:
+    """Asks the client on the call's open SSE stream, then waits for the answers.
+
+    Each question becomes a JSON-RPC request with a fresh server-side id, registered in the
+    legacy store so that the answer, wherever it lands, finds its way back here. The
+    coroutine, and everything it references, stays in memory until then.
+    """
+
+    can_offload = False
+
+    def __init__(self, era: LegacyEra, held: HeldCall, session: Session) -> None:
+        self.era = era
+        self.held = held
+        self.session = session
+
+    async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
+        lacking = {r.capability for r in requests.values()} - set(self.session.client_capabilities)
+        if lacking:
+            raise missing_capability(lacking)
+        answers: dict[str, Any] = {}
+        open_requests = dict(requests)
+        # An answer that does not fit is no answer: ask again, a bounded number of times.
+        for _ in range(self.era.config.max_rounds):
+            replies = await self._round_trip(open_requests)
+            for key, reply in replies.items():
+                if "error" in reply:
+                    error = reply.get("error") or {}
+                    raise RpcError(
+                        jsonrpc.INTERNAL_ERROR,
+                        f"the client answered {open_requests[key].method} with an error: "
+                        f"{error.get('message', '')}",
+                        {"clientError": error},
+                    )
+                parsed = open_requests[key].parse(reply.get("result"))
+                if parsed is not None:
+                    answers[key] = parsed
+            open_requests = {k: r for k, r in open_requests.items() if k not in answers}
+            if not open_requests:
+                return answers
+        raise invalid_params(f"no usable answer for {', '.join(open_requests)}; start again")
+
+    async def _round_trip(self, requests: dict[str, InputRequest]) -> dict[str, dict[str, Any]]:
+        """Send each request on the stream and wait for every reply (or time out)."""
+        era, held, session_id = self.era, self.held, self.session.session_id
+        sent: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+        try:
+            for key, request in requests.items():
+                rid = era.new_request_id()
+                sent[key] = (rid, await era.store.expect(session_id, rid))
+                held.waiting_for.add(rid)
+                message = {"jsonrpc": "2.0", "id": rid, **request.to_wire()}
+                await held.queue.put(message)
+                era.metrics.server_requests.labels(request.method).inc()
+            # Measured once the task is suspended, when its whole await chain is visible.
+            asyncio.get_running_loop().call_soon(era.measure, held)
+            try:
+                async with asyncio.timeout(era.config.legacy_answer_timeout_s):
+                    replies = await asyncio.gather(*(future for _, future in sent.values()))
+            except TimeoutError:
+                era.metrics.answer_timeouts.inc()
+                for rid, future in sent.values():
+                    # gather cancelled the futures still waiting when time ran out.
+                    if future.cancelled() or not future.done():
+                        await held.queue.put(_cancelled(rid, "no answer in time"))
+                raise RpcError(
+                    REQUEST_TIMEOUT,
+                    f"no answer within {era.config.legacy_answer_timeout_s:g} s to "
+                    f"{', '.join(r.method for r in requests.values())}; the call is abandoned",
+                ) from None
+            return dict(zip(sent, replies, strict=True))
+        except StoreUnavailable as exc:
+            era.metrics.store_errors.labels(exc.operation).inc()
+            raise RpcError(jsonrpc.INTERNAL_ERROR, str(exc)) from None
+        finally:
+            held.held_bytes = 0
+            for rid, _ in sent.values():
+                held.waiting_for.discard(rid)
+                await era.forget(session_id, rid)
+
+
+def _cancelled(request_id: str, reason: str) -> dict[str, Any]:
+    params = {"requestId": request_id, "reason": reason}
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
+
+
+class LegacyMethods(Methods):
+    """The catalog methods of the shared table, run with an `SseChannel` instead of MRTR."""
+
+    def __init__(self, catalog: Catalog, replica: Replica, *, list_ttl_ms: int) -> None:
+        # No MrtrRunner: a legacy call never ends early to be retried.
+        super().__init__(
+            catalog,
+            None,  # type: ignore[arg-type]
+            replica,
+            supported_versions=[LEGACY_VERSION],
+            list_ttl_ms=list_ttl_ms,
+        )
+        self.table = {name: self.table[name] for name in CATALOG_METHODS}
+
+    def capabilities(self) -> dict[str, Any]:
+        """What this server offers a 2025-11-25 client at initialize."""
+        return {
+            **super().capabilities(),
+            "resources": {"listChanged": False, "subscribe": True},
+            "logging": {},
+        }
+
+    async def _attempt(
+        self, call: Call, handler: Handler, name: str, arguments: dict[str, Any], **_: Any
+    ) -> dict[str, Any]:
+        channel = call.channel if isinstance(call, LegacyCall) else None
+        if channel is None:
+            raise RuntimeError("a legacy call runs with an SseChannel")
+        ctx = Context(
+            arguments=arguments,
+            principal=call.principal,
+            client_capabilities=call.client_capabilities,
+            replica=self.replica,
+            channel=channel,
+            progress_token=call.progress_token,
+            log_level=call.log_level,
+            notify=call.notify,
+        )
+        result = await handler(ctx)
+        result["resultType"] = "complete"
+        return result
+
+
+Serve = Callable[[Call, Method], Awaitable[dict[str, Any]]]
+
+
+class LegacyEra:
+    """The 2025-11-25 side of one replica: sessions, held calls, answer routing."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        catalog: Catalog,
+        replica: Replica,
+        metrics: ServerMetrics,
+        serve: Serve,
+    ) -> None:
+        self.config = config
+        self.replica_id = config.replica_id
+        self.server_metrics = metrics
+        #: Runs a method as the server runs every method (in-flight count, errors, metrics).
+        self.serve = serve
+        self.store = open_store(
+            config.legacy_store,
+            replica_id=config.replica_id,
+            session_ttl_s=config.legacy_session_ttl_s,
+            answer_timeout_s=config.legacy_answer_timeout_s,
+            timeout_s=config.legacy_store_timeout_s,
+        )
+        self.methods = LegacyMethods(catalog, replica, list_ttl_ms=config.list_ttl_ms)
+        self.held: set[HeldCall] = set()
+        self.open_streams = 0
+        self._request_ids = itertools.count(1)
+        # Request ids are unique across replicas, so answers can be routed by them.
+        self._id_prefix = secrets.token_hex(4)
+        # What every call shares, left out of a held call's footprint: this era, the server
+        # that serves methods, the catalog with its tools, the configuration.
+        self._shared = (
+            self,
+            getattr(serve, "__self__", None),
+            self.methods,
+            self.store,
+            catalog,
+            *catalog.tools.values(),
+            *catalog.prompts.values(),
+            *catalog.resources.values(),
+            *catalog.templates,
+            config,
+            replica,
+            metrics,
+        )
+        self.metrics = LegacyMetrics(metrics, self)
+
+    # -- health ---------------------------------------------------------------------------
+
+    def local_sessions(self) -> int:
+        return self.store.local_sessions()
+
+    def waiting_calls(self) -> int:
+        return sum(1 for held in self.held if held.waiting_for)
+
+    def waiting_memory_bytes(self) -> int:
+        return sum(held.held_bytes for held in self.held if held.waiting_for)
+
+    def health(self) -> dict[str, Any]:
+        """What `/healthz` reports about legacy sessions and held calls (drains wait on these)."""
+        return {
+            "legacy_store": self.store.kind,
+            "open_sessions": self.local_sessions(),
+            "open_streams": self.open_streams,
+            "waiting_calls": self.waiting_calls(),
+            "waiting_memory_bytes": self.waiting_memory_bytes(),
+        }
+
+    def measure(self, held: HeldCall) -> None:
+        """Estimate the bytes a waiting call keeps alive (see `server.footprint`)."""
+        if held.waiting_for:
+            roots = [r for r in (held, held.task, held.stream) if r is not None]
+            held.held_bytes = held_bytes(*roots, shared=self._shared)
+
+    def new_request_id(self) -> str:
+        return f"{self._id_prefix}-{next(self._request_ids)}"
+
+    async def forget(self, session_id: str, request_id: str) -> None:
+        """Stop waiting for an answer; a store failure here is counted, not raised."""
+        try:
+            await self.store.forget(session_id, request_id)
+        except StoreUnavailable as exc:
+            self.metrics.store_errors.labels(exc.operation).inc()
+
+    async def close(self) -> None:
+        for held in list(self.held):
+            if held.task is not None:
+                held.task.cancel()
+        await self.store.close()
+
+    # -- the request path -----------------------------------------------------------------
+
+    async def post(self, request: Request, payload: Any, principal: str) -> Response:
+        """Serve one 2025-11-25 message POSTed to /mcp."""
+        try:
+            message = jsonrpc.parse_message(payload)
+            if isinstance(message, Message) and message.method == "initialize":
+                return await self._initialize(message, principal)
+            try:
+                session = await self._session(request, principal)
+            except RpcError:
+                if isinstance(message, jsonrpc.Response):
+                    self.metrics.answers.labels("unknown_session").inc()
+                raise
+            if isinstance(message, jsonrpc.Response):
+                return await self._take_answer(session, message, payload)
+            if message.is_notification:
+                self._notification(session, message)
+                return Response(status_code=202)
+            return await self._request(request, session, message)
+        except StoreUnavailable as exc:
+            self.metrics.store_errors.labels(exc.operation).inc()
+            if isinstance(payload, dict) and "method" not in payload:
+                self.metrics.answers.labels("store_error").inc()
+            error = RpcError(jsonrpc.INTERNAL_ERROR, str(exc), http_status=503)
+            return transport.error_response(jsonrpc.request_id_of(payload), error)
+        except RpcError as error:
+            return transport.error_response(jsonrpc.request_id_of(payload), error)
+
+    async def delete(self, request: Request, principal: str) -> Response:
+        """End a session (DELETE with its id): its held calls stop, later requests get 404."""
+        try:
+            session = await self._session(request, principal)
+            await self.store.end_session(session.session_id)
+        except StoreUnavailable as exc:
+            self.metrics.store_errors.labels(exc.operation).inc()
+            return transport.error_response(
+                None, RpcError(jsonrpc.INTERNAL_ERROR, str(exc), http_status=503)
+            )
+        except RpcError as error:
+            return transport.error_response(None, error)
+        self.metrics.sessions.labels("deleted").inc()
+        for held in list(self.held):
+            if held.session_id == session.session_id and held.task is not None:
+                held.task.cancel()
+        return Response(status_code=204)
+
+    async def _initialize(self, message: Message, principal: str) -> Response:
+        params = message.params
+        capabilities = params.get("capabilities", {})
+        client_info = params.get("clientInfo", {})
+        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
+            raise invalid_params("initialize needs capabilities and clientInfo objects")
+        if message.is_notification:
+            raise RpcError(jsonrpc.INVALID_REQUEST, "initialize is a request", http_status=400)
+        session = Session(
+            session_id=secrets.token_urlsafe(24),
+            principal=principal,
+            protocol_version=LEGACY_VERSION,
+            client_capabilities=capabilities,
+            client_info=client_info,
+        )
+        await self.store.create_session(session)
+        self.metrics.sessions.labels("created").inc()
+        self.server_metrics.requests.labels("initialize", "complete").inc()
+        result = {
+            # The only version this era speaks; a client that wants another disconnects.
+            "protocolVersion": LEGACY_VERSION,
+            "capabilities": self.methods.capabilities(),
+            "serverInfo": SERVER_INFO,
+            "instructions": INSTRUCTIONS,
+        }
+        response = transport.json_response(jsonrpc.result_response(message.id, result))
+        response.headers["Mcp-Session-Id"] = session.session_id
+        return response
+
+    async def _session(self, request: Request, principal: str) -> Session:
+        session_id = transport.header(request, SESSION_HEADER)
+        if not session_id:
+            raise RpcError(
+                jsonrpc.INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+                http_status=400,
+            )
+        session = await self.store.session(session_id)
+        # A session is its opener's: to anyone else it does not exist.
+        if session is None or session.principal != principal:
+            raise RpcError(
+                jsonrpc.INVALID_REQUEST,
+                f"Session not found on replica {self.replica_id} (legacy store: {self.store.kind})",
+                http_status=404,
+            )
+        return session
+
+    async def _take_answer(
+        self, session: Session, answer: jsonrpc.Response, payload: dict[str, Any]
+    ) -> Response:
+        """A client's JSON-RPC response to a request the server sent on a stream."""
+        outcome = await self.store.deliver(session.session_id, str(answer.id), payload)
+        self.metrics.answers.labels(outcome.value).inc()
+        if outcome is Delivery.UNKNOWN_REQUEST:
+            raise RpcError(
+                jsonrpc.INVALID_REQUEST,
+                f"No call waits for an answer to request {answer.id!r} "
+                f"(replica {self.replica_id}, legacy store: {self.store.kind})",
+                {"requestId": answer.id},
+                http_status=400,
+            )
+        return Response(status_code=202)
+
+    def _notification(self, session: Session, message: Message) -> None:
+        if message.method == "notifications/cancelled":
+            target = message.params.get("requestId")
+            for held in list(self.held):
+                if held.session_id == session.session_id and held.rpc_id == target and held.task:
+                    held.task.cancel()
+
+    async def _request(self, request: Request, session: Session, message: Message) -> Response:
+        rid = message.id
+        if message.method == "ping":
+            return transport.json_response(jsonrpc.result_response(rid, {}))
+        if message.method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
+            await self._update_session(session, message)
+            return transport.json_response(jsonrpc.result_response(rid, {}))
+        method = self.methods.table.get(message.method)
+        if method is None:
+            raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {message.method}")
+        meta = message.params.get("_meta")
+        call = LegacyCall(
+            message,
+            session.principal,
+            session.client_capabilities,
+            request.headers,
+            progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
+            log_level=session.log_level,
+        )
+        if message.method in HOLDING_METHODS:
+            return await self._hold(call, method, session)
+        response = await self.serve(call, method)
+        response["result"] = legacy_result(response["result"])
+        return transport.json_response(response)
+
+    async def _update_session(self, session: Session, message: Message) -> None:
+        params = message.params
+        if message.method == "logging/setLevel":
+            level = params.get("level")
+            if level not in LOG_LEVELS:
+                raise invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}")
+            session.log_level = level
+        else:
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                raise invalid_params(f"{message.method} needs a uri string")
+            subscribed = set(session.subscriptions)
+            if message.method == "resources/subscribe":
+                subscribed.add(uri)
+            else:
+                subscribed.discard(uri)
+            session.subscriptions = sorted(subscribed)
+        await self.store.save_session(session)
+
+    async def _hold(self, call: LegacyCall, method: Method, session: Session) -> Response:
+        """Run a call that may ask for input: JSON if it never does, else an SSE stream."""
+        held = HeldCall(session.session_id, call.message.id)
+        call.notify = held.queue.put
+        call.channel = SseChannel(self, held, session)
+
+        async def run() -> None:
+            try:
+                response = await self.serve(call, method)
+                response["result"] = legacy_result(response["result"])
+            except RpcError as error:
+                response = jsonrpc.error_response(call.message.id, error)
+            except asyncio.CancelledError:
+                # Cancelled by the client, a DELETE, or the stream closing: end the stream.
+                error = RpcError(jsonrpc.INTERNAL_ERROR, "the call was cancelled")
+                held.queue.put_nowait(StreamEnd(jsonrpc.error_response(call.message.id, error)))
+                raise
+            await held.queue.put(StreamEnd(response))
+
+        held.task = asyncio.create_task(run())
+        self.held.add(held)
+        held.task.add_done_callback(lambda _: self.held.discard(held))
+        first = await held.queue.get()
+        if isinstance(first, StreamEnd):
+            return transport.json_response(first.message)
+        held.stream = self._events(held, first)
+        return transport.sse_response(held.stream)
+
+    async def _events(
+        self, held: HeldCall, first: dict[str, Any] | StreamEnd
+    ) -> AsyncIterator[bytes]:
+        """The SSE stream of a held call, with keep-alive comments while nothing happens."""
+        self.open_streams += 1
+        getter: asyncio.Future[dict[str, Any] | StreamEnd] | None = None
+        try:
+            item = first
+            while not isinstance(item, StreamEnd):
+                yield transport.sse_event(item)
+                getter = asyncio.ensure_future(held.queue.get())
+                while not getter.done():
+                    await asyncio.wait({getter}, timeout=self.config.legacy_keepalive_interval_s)
+                    if not getter.done():
+                        yield KEEPALIVE
+                item, getter = getter.result(), None
+            yield transport.sse_event(item.message)
+        finally:
+            self.open_streams -= 1
+            if getter is not None:
+                getter.cancel()
+            # The client went away (or the session ended): the held call is abandoned.
+            if held.task is not None and not held.task.done():
+                held.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait({held.task}, timeout=self.config.legacy_store_timeout_s)

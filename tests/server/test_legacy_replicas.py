@@ -1,0 +1,307 @@
+"""Legacy answers across replicas: a shared Redis store, a sticky balancer, or an honest error.
+
+Every test starts real processes (replicas, `redis-server`, `haproxy`) on free ports of
+127.0.0.1 and stops them by pid, also when it fails.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from server.client import McpError
+from server.legacy_client import LegacyClient
+from server.process import ServerProcess, free_port, wait_until_healthy
+from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env, user_answers
+
+pytestmark = pytest.mark.system
+
+
+def stop_process(process: subprocess.Popen, timeout_s: float = 5.0) -> None:
+    """Terminate `process`, then kill it if it does not exit in time."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout_s)
+
+
+def wait_for_port(port: int, process: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with code {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on port {port} after {timeout_s} s")
+
+
+class RedisServer:
+    """A `redis-server` with no persistence, for one test."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.skip("redis-server is not installed")
+        self.port = free_port()
+        self.process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        wait_for_port(self.port, self.process)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def kill(self) -> None:
+        """Kill the store at once, as an outage would."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+
+
+@contextmanager
+def running_redis() -> Iterator[RedisServer]:
+    server = RedisServer()
+    try:
+        yield server
+    finally:
+        stop_process(server.process)
+
+
+@contextmanager
+def two_replicas(*args: str) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two replicas with the tests' keys, started side by side; both stopped at the end."""
+    env = {"MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
+    pair = (ServerProcess(args=args, env=env), ServerProcess(args=args, env=env))
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(lambda replica: replica.start(), pair))
+        yield pair
+    finally:
+        for replica in pair:
+            replica.stop()
+
+
+@pytest.fixture(scope="module")
+def memory_pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two replicas whose legacy store is their own memory."""
+    with two_replicas() as pair:
+        yield pair
+
+
+@pytest.fixture(scope="module")
+def redis_pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """Two replicas sharing one Redis legacy store."""
+    with running_redis() as redis_server, two_replicas("--legacy-store", redis_server.url) as pair:
+        yield pair
+
+
+@pytest.fixture
+def haproxy(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Start HAProxy in front of replicas (round-robin, optionally cookie-sticky): its /mcp URL."""
+    started: list[subprocess.Popen] = []
+
+    def start(backends: list[ServerProcess], *, sticky: bool) -> str:
+        binary = shutil.which("haproxy")
+        if binary is None:
+            pytest.skip("haproxy is not installed")
+        port = free_port()
+        servers = "\n".join(
+            f"    server s{i} 127.0.0.1:{b.port}" + (f" cookie s{i}" if sticky else "")
+            for i, b in enumerate(backends, start=1)
+        )
+        config = tmp_path / f"haproxy-{port}.cfg"
+        config.write_text(
+            "defaults\n"
+            "    mode http\n"
+            "    timeout connect 2s\n"
+            "    timeout client 30s\n"
+            "    timeout server 30s\n"
+            "frontend mcp\n"
+            f"    bind 127.0.0.1:{port}\n"
+            "    default_backend replicas\n"
+            "backend replicas\n"
+            "    balance roundrobin\n"
+            + ("    cookie SERVERID insert indirect nocache\n" if sticky else "")
+            + servers
+            + "\n"
+        )
+        process = subprocess.Popen(
+            [binary, "-f", str(config), "-db"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        started.append(process)
+        wait_for_port(port, process)
+        wait_until_healthy(f"http://127.0.0.1:{port}/healthz", 10.0, process)
+        return f"http://127.0.0.1:{port}/mcp"
+
+    try:
+        yield start
+    finally:
+        for process in started:
+            stop_process(process)
+
+
+def metric(replica: ServerProcess, line_start: str) -> float:
+    """The value of the first /metrics sample whose line starts with `line_start`."""
+    for line in httpx.get(f"{replica.base_url}/metrics", timeout=5.0).text.splitlines():
+        if line.startswith(line_start):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def health(replica: ServerProcess) -> dict[str, Any]:
+    return httpx.get(f"{replica.base_url}/healthz", timeout=5.0).json()
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.02)
+
+
+def test_answer_on_other_replica_completes_with_redis_store(
+    redis_pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = redis_pair
+    relayed = 'legacy_answers_total{outcome="relayed"}'
+    before = metric(b, relayed)
+    with LegacyClient(a.url, answer_url=b.url, handlers=user_answers()) as client:
+        done = client.call_tool("get_weather", {"location": "Lisbon"})
+        # The session lives in Redis, so the other replica knows it too.
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        on_b = httpx.post(b.url, json=ping, headers=client.session.headers())
+        assert on_b.json()["result"] == {}
+    assert done.text.startswith("Weather in Lisbon for octocat:")
+    assert metric(b, relayed) == before + 1
+    assert health(a)["waiting_calls"] == 0 and health(a)["open_sessions"] == 0
+
+
+def test_answer_on_other_replica_is_an_honest_error_with_memory_store(
+    memory_pair: tuple[ServerProcess, ServerProcess],
+) -> None:
+    a, b = memory_pair
+    unknown = 'legacy_answers_total{outcome="unknown_session"}'
+    before = metric(b, unknown)
+    client = LegacyClient(a.url, answer_url=b.url, handlers=user_answers())
+    with client, pytest.raises(McpError) as refused:
+        client.call_tool("get_weather", {"location": "Lisbon"})
+    assert refused.value.http_status == 404
+    assert refused.value.message == (
+        f"Session not found on replica {b.replica_id} (legacy store: memory)"
+    )
+    assert metric(b, unknown) == before + 1
+    # The caller hung up; the replica holding the call lets it go.
+    wait_for(lambda: health(a)["open_streams"] == 0 and health(a)["waiting_calls"] == 0)
+
+
+def test_cookie_sticky_balancer_completes_with_memory_store(
+    memory_pair: tuple[ServerProcess, ServerProcess], haproxy: Callable[..., str]
+) -> None:
+    a, b = memory_pair
+    local = 'legacy_answers_total{outcome="local"}'
+    before = [metric(r, local) for r in (a, b)]
+    url = haproxy([a, b], sticky=True)
+    texts = []
+    for city in ("Oslo", "Rome", "Bern", "Nice"):
+        # Each client gets its own cookie, so sessions spread over both replicas.
+        with (
+            httpx.Client(timeout=10.0) as http,
+            LegacyClient(url, http=http, handlers=user_answers()) as client,
+        ):
+            texts.append(client.call_tool("get_weather", {"location": city}).text)
+            assert http.cookies.get("SERVERID") in ("s1", "s2")
+    assert all(t.startswith("Weather in") for t in texts)
+    assert [metric(r, local) - n for r, n in zip((a, b), before, strict=True)] == [2.0, 2.0]
+
+
+def test_round_robin_balancer_loses_answers_with_memory_store(
+    memory_pair: tuple[ServerProcess, ServerProcess], haproxy: Callable[..., str]
+) -> None:
+    url = haproxy(list(memory_pair), sticky=False)
+    client = LegacyClient(url, handlers=user_answers())
+    with client, pytest.raises(McpError) as lost:
+        client.call_tool("get_weather", {"location": "Oslo"})
+    assert lost.value.http_status == 404 and "Session not found" in lost.value.message
+
+
+def test_round_robin_balancer_completes_with_redis_store(
+    redis_pair: tuple[ServerProcess, ServerProcess], haproxy: Callable[..., str]
+) -> None:
+    replicas = redis_pair
+    answers = ['legacy_answers_total{outcome="relayed"}', 'legacy_answers_total{outcome="local"}']
+    before = sum(metric(r, name) for r in replicas for name in answers)
+    url = haproxy(list(replicas), sticky=False)
+    with LegacyClient(url, handlers=user_answers()) as client:
+        texts = [client.call_tool("get_weather", {"location": c}).text for c in ("Oslo", "Rome")]
+    assert all(t.startswith("Weather in") for t in texts)
+    assert sum(metric(r, name) for r in replicas for name in answers) == before + 2
+
+
+def test_killing_redis_mid_call_is_an_error_not_a_hang() -> None:
+    with (
+        running_redis() as redis_server,
+        two_replicas("--legacy-store", redis_server.url) as (a, b),
+        httpx.Client(timeout=10.0) as http,
+    ):
+        client = LegacyClient(a.url, answer_url=b.url, http=http, handlers=user_answers())
+        client.initialize()
+        arguments = {"location": "Oslo"}
+        exchange = client.exchange("tools/call", {"name": "get_weather", "arguments": arguments})
+        headers, body = exchange.next_request()
+        started = time.monotonic()
+        with http.stream("POST", a.url, json=body, headers=headers) as response:
+            lines = response.iter_lines()
+            while not exchange.server_requests:
+                exchange.feed_line(next(lines))
+            redis_server.kill()
+            # The answer reaches the other replica, which cannot reach the store.
+            (asked,) = exchange.server_requests
+            _, answer = exchange.answer_request(asked, {"action": "accept", "content": {}})
+            refused = http.post(b.url, json=answer, headers=client.session.headers())
+            assert refused.status_code == 503
+            assert "legacy store unavailable" in refused.json()["error"]["message"]
+            # The waiting replica lost its answer channel: the call ends with an error.
+            with pytest.raises(McpError, match="legacy store unavailable"):
+                for line in lines:
+                    exchange.feed_line(line)
+        assert time.monotonic() - started < 8.0
+        # New sessions fail fast and clearly while the store is down.
+        _, initialize = client.session.initialize_request()
+        assert http.post(a.url, json=initialize).status_code == 503
+        assert metric(b, 'legacy_answers_total{outcome="store_error"}') == 1.0
+        assert metric(b, "legacy_store_errors_total") >= 1.0
+        wait_for(lambda: health(a)["waiting_calls"] == 0 and health(a)["open_streams"] == 0)

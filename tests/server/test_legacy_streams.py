@@ -1,0 +1,319 @@
+"""Legacy tool calls held on SSE streams: asking, answering, timing out, freeing memory.
+
+These need a real HTTP server (an in-process test client buffers the whole response, so it
+could never answer a question asked mid-stream): each test runs one replica under uvicorn
+in a thread of the test process, on a free port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from mcp import Client, types
+
+from server.app import create_app
+from server.client import Handlers, McpError, accept
+from server.legacy_client import AsyncLegacyClient, LegacyClient, LegacyExchange
+from server.process import ServerProcess, free_port, wait_until_healthy
+from tests.server.conftest import make_config, user_answers
+
+
+@contextmanager
+def live_replica(**config: Any) -> Iterator[str]:
+    """One replica served by uvicorn in a thread; yields its base URL."""
+    app = create_app(make_config(**config))
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            timeout_graceful_shutdown=1,
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until_healthy(f"http://127.0.0.1:{port}/healthz", 10.0)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10.0)
+
+
+@pytest.fixture(scope="module")
+def replica() -> Iterator[str]:
+    with live_replica() as base:
+        yield base
+
+
+def health(base: str) -> dict[str, Any]:
+    return httpx.get(f"{base}/healthz", timeout=5.0).json()
+
+
+def metric(base: str, line_start: str) -> float:
+    """The value of the first /metrics sample whose line starts with `line_start`."""
+    for line in httpx.get(f"{base}/metrics", timeout=5.0).text.splitlines():
+        if line.startswith(line_start):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        time.sleep(0.02)
+
+
+def test_get_weather_asks_on_the_stream_and_completes(replica: str) -> None:
+    with LegacyClient(f"{replica}/mcp", handlers=user_answers()) as client:
+        done = client.call_tool("get_weather", {"location": "New York"})
+    (asked,) = done.server_requests
+    assert asked["method"] == "elicitation/create"
+    assert isinstance(asked["id"], str)  # the server's own id, unique across replicas
+    assert asked["params"]["requestedSchema"]["required"] == ["name"]
+    call, answer = done.rounds
+    assert call.http_status == 200 and answer.http_status == 202
+    assert answer.request["id"] == asked["id"]
+    assert answer.request["result"] == {"action": "accept", "content": {"name": "octocat"}}
+    assert done.text.startswith("Weather in New York for octocat:")
+    assert "resultType" not in done.result
+
+
+def test_every_demo_tool_runs_the_same_handler_under_legacy(replica: str) -> None:
+    handlers = user_answers(resolution={"resolution": "Duplicate"}, dup={"duplicateOfId": 4301})
+    with LegacyClient(f"{replica}/mcp", handlers=handlers) as client:
+        linked = client.call_tool("link_accounts")
+        work = client.call_tool(
+            "update_work_item", {"workItemId": 4522, "fields": {"System.State": "Resolved"}}
+        )
+        capital = client.call_tool("ask_capital", {"country": "France"})
+        greeting = client.get_prompt("greeting")
+    # Two questions in one round: both requests arrive before either is answered.
+    assert sorted(r["params"]["message"] for r in linked.server_requests) == [
+        "Please provide your GitHub username",
+        "Please provide your Google username",
+    ]
+    assert linked.result["structuredContent"]["linked"] == {
+        "github": "octocat",
+        "google": "octocat",
+    }
+    assert work.text == "Bug #4522 resolved as Duplicate of Bug #4301"
+    assert [r["method"] for r in capital.server_requests] == [
+        "elicitation/create",
+        "sampling/createMessage",
+    ]
+    assert "Paris" in capital.text
+    assert "octocat" in greeting.result["messages"][0]["content"]["text"]
+
+
+def test_an_answer_that_does_not_fit_is_asked_again(replica: str) -> None:
+    answers = iter([accept(login="no name field"), accept(name="second-try")])
+    handlers = Handlers(elicit=lambda params: next(answers))
+    with LegacyClient(f"{replica}/mcp", handlers=handlers) as client:
+        done = client.call_tool("get_weather", {"location": "Oslo"})
+    first, second = done.server_requests
+    assert first["id"] != second["id"] and first["params"] == second["params"]
+    assert "second-try" in done.text
+
+
+def test_the_async_client_completes_get_weather(replica: str) -> None:
+    async def run() -> str:
+        async with AsyncLegacyClient(f"{replica}/mcp", handlers=user_answers()) as client:
+            return (await client.call_tool("get_weather", {"location": "Lisbon"})).text
+
+    assert asyncio.run(run()).startswith("Weather in Lisbon for octocat:")
+
+
+def test_the_official_mcp_client_completes_get_weather_in_legacy_mode(replica: str) -> None:
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "sdk-user"})
+
+    async def run() -> types.CallToolResult:
+        async with Client(f"{replica}/mcp", mode="legacy", elicitation_callback=elicit) as client:
+            assert client.protocol_version == "2025-11-25"
+            return await client.call_tool("get_weather", {"location": "Lisbon"})
+
+    result = asyncio.run(run())
+    assert asked == ["Please provide your GitHub username"]
+    assert result.is_error is False
+    assert result.content[0].text.startswith("Weather in Lisbon for sdk-user:")
+
+
+def open_held_call(
+    client: LegacyClient, http: httpx.Client, arguments: dict[str, Any]
+) -> tuple[LegacyExchange, Any]:
+    """Send get_weather and read its stream up to the question; the stream stays open."""
+    exchange = client.exchange("tools/call", {"name": "get_weather", "arguments": arguments})
+    headers, body = exchange.next_request()
+    stream = http.stream("POST", client.url, json=body, headers=headers)
+    response = stream.__enter__()
+    lines = response.iter_lines()
+    while not exchange.server_requests:
+        exchange.feed_line(next(lines))
+    return exchange, (stream, lines)
+
+
+def test_an_unanswered_call_times_out_ends_its_stream_and_frees_its_memory() -> None:
+    with live_replica(legacy_answer_timeout_s=0.5) as base, httpx.Client(timeout=10) as http:
+        client = LegacyClient(f"{base}/mcp", http=http, handlers=user_answers())
+        client.initialize()
+        exchange, (stream, lines) = open_held_call(client, http, {"location": "Oslo"})
+        try:
+            waiting = health(base)
+            assert waiting["open_streams"] == 1 and waiting["waiting_calls"] == 1
+            assert waiting["waiting_memory_bytes"] > 1000
+            assert metric(base, "legacy_waiting_memory_bytes") == waiting["waiting_memory_bytes"]
+            for line in lines:  # nobody answers
+                exchange.feed_line(line)
+        except McpError as exc:
+            assert exc.code == -32001 and "no answer within 0.5 s" in exc.message
+        else:
+            pytest.fail("the stream ended without the timeout error")
+        finally:
+            stream.__exit__(None, None, None)
+        (asked,) = exchange.server_requests
+        cancelled = [m for m in exchange.events if m.get("method") == "notifications/cancelled"]
+        assert cancelled[0]["params"]["requestId"] == asked["id"]
+        wait_for(lambda: health(base)["open_streams"] == 0)
+        after = health(base)
+        assert after["waiting_calls"] == 0 and after["waiting_memory_bytes"] == 0
+        assert after["in_flight"] == 0
+        assert metric(base, "legacy_answer_timeouts_total") == 1.0
+        # The answer, if it comes now, finds nobody waiting: an honest error, counted.
+        late = http.post(
+            f"{base}/mcp",
+            json=exchange.answer_request(asked, {})[1],
+            headers=client.session.headers(),
+        )
+        assert late.status_code == 400 and "No call waits" in late.json()["error"]["message"]
+        assert metric(base, 'legacy_answers_total{outcome="unknown_request"}') == 1.0
+
+
+def test_keep_alive_comments_flow_while_the_user_thinks() -> None:
+    with (
+        live_replica(legacy_keepalive_interval_s=0.05) as base,
+        httpx.Client(timeout=10) as http,
+        LegacyClient(f"{base}/mcp", http=http, handlers=user_answers()) as client,
+    ):
+        exchange, (stream, lines) = open_held_call(client, http, {"location": "Rome"})
+        try:
+            while exchange.decoder.comments < 3:
+                exchange.feed_line(next(lines))
+            (asked,) = exchange.server_requests
+            headers, body = exchange.answer_request(asked, accept(name="slow"))
+            assert http.post(client.url, json=body, headers=headers).status_code == 202
+            while not exchange.done:
+                exchange.feed_line(next(lines))
+        finally:
+            stream.__exit__(None, None, None)
+    assert exchange.text.startswith("Weather in Rome for slow:")
+
+
+def test_a_client_that_hangs_up_abandons_its_call_and_frees_its_memory(replica: str) -> None:
+    with httpx.Client(timeout=10) as http:
+        client = LegacyClient(f"{replica}/mcp", http=http, handlers=user_answers())
+        client.initialize()
+        _, (stream, _) = open_held_call(client, http, {"location": "Paris"})
+        assert health(replica)["waiting_calls"] == 1
+        stream.__exit__(None, None, None)
+        wait_for(lambda: health(replica)["open_streams"] == 0)
+        assert health(replica)["waiting_calls"] == 0
+        assert health(replica)["waiting_memory_bytes"] == 0
+
+
+def test_deleting_the_session_ends_its_held_calls(replica: str) -> None:
+    with httpx.Client(timeout=10) as http:
+        client = LegacyClient(f"{replica}/mcp", http=http, handlers=user_answers())
+        client.initialize()
+        exchange, (stream, lines) = open_held_call(client, http, {"location": "Bern"})
+        try:
+            assert http.delete(client.url, headers=client.session.headers()).status_code == 204
+            with pytest.raises(McpError, match="cancelled"):
+                for line in lines:
+                    exchange.feed_line(line)
+        finally:
+            stream.__exit__(None, None, None)
+        wait_for(lambda: health(replica)["waiting_calls"] == 0)
+
+
+def test_the_memory_estimate_is_of_the_order_of_the_measured_working_set() -> None:
+    """Hold many calls in a replica process; compare its RSS growth with the estimate."""
+    calls = 200
+
+    async def hold_many(server: ServerProcess) -> tuple[float, float]:
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
+            client = AsyncLegacyClient(server.url, http=http, handlers=user_answers())
+            await client.initialize()
+            asked = asyncio.Event()
+            waiting: list[int] = []
+
+            async def hold(i: int) -> None:
+                exchange = client.exchange(
+                    "tools/call", {"name": "get_weather", "arguments": {"location": f"c{i}"}}
+                )
+                headers, body = exchange.next_request()
+                async with http.stream("POST", server.url, json=body, headers=headers) as response:
+                    async for line in response.aiter_lines():
+                        if exchange.feed_line(line) is not None:
+                            waiting.append(i)
+                            if len(waiting) == calls:
+                                asked.set()
+                            await asyncio.sleep(60)
+
+            warm = [asyncio.create_task(hold(i)) for i in range(20)]
+            await wait_async(lambda: len(waiting) == 20)
+            for task in warm:
+                task.cancel()
+            await asyncio.gather(*warm, return_exceptions=True)
+            await wait_async(lambda: health(server.base_url)["waiting_calls"] == 0)
+            waiting.clear()
+            before = rss_bytes(server.pid)
+            held = [asyncio.create_task(hold(i)) for i in range(calls)]
+            await asyncio.wait_for(asked.wait(), 20)
+            await wait_async(lambda: health(server.base_url)["waiting_calls"] == calls)
+            grown = (rss_bytes(server.pid) - before) / calls
+            estimate = health(server.base_url)["waiting_memory_bytes"] / calls
+            for task in held:
+                task.cancel()
+            await asyncio.gather(*held, return_exceptions=True)
+            return grown, estimate
+
+    with ServerProcess() as server:
+        grown, estimate = asyncio.run(hold_many(server))
+    print(
+        f"\nheld get_weather call: RSS +{grown / 1024:.1f} KiB, estimate {estimate / 1024:.1f} KiB"
+    )
+    # The estimate counts the call's objects, not the HTTP server's connection buffers.
+    assert grown / 10 < estimate < grown * 1.5
+
+
+async def wait_async(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+def rss_bytes(pid: int | None) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
