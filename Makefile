@@ -49,9 +49,11 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# The whole 2026-07-28 conformance requirement set, with a pass count.
+# The whole 2026-07-28 (MRTR) and 2025-11-25 (legacy) conformance requirement sets, with
+# pass counts.
 conformance: setup
 	$(BIN)/python -m server conformance --requirements 2026-07-28
+	$(BIN)/python -m server conformance --requirements 2025-11-25
 
 # Three MRTR replicas behind HAProxy and Locust's web UI against them (Ctrl-C stops all).
 swarm: setup

@@ -6,7 +6,8 @@ python -m server --host 127.0.0.1 --port 8000 [--replica-id ID] [--tool-version 
                  [--legacy-store memory|redis://HOST:PORT/DB] [--legacy-answer-timeout-s S]
                  [--legacy-keepalive-s S]
 python -m server token NAME
-python -m server conformance [--scenario NAME ... | --requirements 2026-07-28]
+python -m server conformance [--scenario NAME ... [--spec-version 2025-11-25]
+                             | --requirements 2026-07-28|2025-11-25]
 """
 
 from __future__ import annotations

@@ -82,9 +82,14 @@ def run_suite(
     *,
     scenarios: list[str] | None = None,
     requirements: str | None = None,
+    spec_version: str | None = None,
     timeout_s: float = 600.0,
 ) -> list[ScenarioResult]:
-    """Run scenarios (or a requirement set) against `url`; one result per scenario run."""
+    """Run scenarios (or a requirement set) against `url`; one result per scenario run.
+
+    Scenarios run at `spec_version`'s wire protocol (the suite's latest when None); a
+    requirement set runs at its own revision.
+    """
     node, entry = suite_paths()
     scored: set[str] | None = None
     with tempfile.TemporaryDirectory(prefix="conformance-") as out:
@@ -92,7 +97,8 @@ def run_suite(
             runs = [["--requirements", requirements]]
             scored = set(requirement_set(requirements)[0])
         else:
-            runs = [["--scenario", name] for name in scenarios or []]
+            version = ["--spec-version", spec_version] if spec_version else []
+            runs = [["--scenario", name, *version] for name in scenarios or []]
         for extra in runs:
             subprocess.run(
                 [str(node), str(entry), "server", "--url", url, "-o", out, *extra],
@@ -116,10 +122,17 @@ def _scenario_name(directory: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: `python -m server conformance [--scenario NAME ...] [--requirements REV]`."""
+    """CLI: `python -m server conformance [--scenario NAME ... | --requirements REV]`.
+
+    `--spec-version REV` runs the scenarios at that revision's wire protocol (2025-11-25 is
+    the legacy session era).
+    """
     parser = argparse.ArgumentParser(prog="python -m server conformance")
     parser.add_argument("--scenario", action="append", default=[], help="repeatable")
     parser.add_argument("--requirements", default=None, help="a spec revision, e.g. 2026-07-28")
+    parser.add_argument(
+        "--spec-version", default=None, help="run --scenario at this revision, e.g. 2025-11-25"
+    )
     parser.add_argument("--url", default=None, help="test this server instead of starting one")
     parser.add_argument("--verbose", action="store_true", help="print every failed check")
     args = parser.parse_args(argv)
@@ -130,11 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     except SuiteNotInstalled as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    options = {
+        "scenarios": args.scenario,
+        "requirements": args.requirements,
+        "spec_version": args.spec_version,
+    }
     if args.url:
-        results = run_suite(args.url, scenarios=args.scenario, requirements=args.requirements)
+        results = run_suite(args.url, **options)
     else:
         with ServerProcess(args=["--conformance"]) as server:
-            results = run_suite(server.url, scenarios=args.scenario, requirements=args.requirements)
+            results = run_suite(server.url, **options)
     return report(results, verbose=args.verbose)
 
 

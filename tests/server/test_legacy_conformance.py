@@ -1,0 +1,43 @@
+"""The official MCP conformance suite's 2025-11-25 requirement set against the legacy era."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from server.conformance_suite import SuiteNotInstalled, report, run_suite, suite_paths
+from server.process import ServerProcess
+
+# The scenarios the legacy elicitation issue names; all must pass.
+REQUIRED = [
+    "server-initialize",
+    "server-session-lifecycle",
+    "tools-call-elicitation",
+    "tools-call-sampling",
+    "ping",
+    "tools-list",
+]
+
+
+@pytest.fixture(scope="module")
+def conformance_server() -> Iterator[ServerProcess]:
+    try:
+        suite_paths()
+    except SuiteNotInstalled as exc:
+        pytest.skip(str(exc))
+    with ServerProcess(args=["--conformance"]) as server:
+        yield server
+
+
+def test_the_2025_11_25_requirement_set_passes(conformance_server: ServerProcess, capsys) -> None:
+    results = run_suite(conformance_server.url, requirements="2025-11-25")
+    with capsys.disabled():
+        print()
+        report(results)
+    by_name = {r.name: r for r in results}
+    for name in REQUIRED:
+        assert by_name[name].passed, (name, by_name[name].failures)
+    scored = [r for r in results if r.scored]
+    assert len(scored) >= 30
+    assert all(r.passed for r in scored), [r.name for r in scored if not r.passed]
