@@ -246,7 +246,10 @@ def run_bench(args: argparse.Namespace) -> int:
     from labsim.benchmark import bench
 
     started = time.perf_counter()
-    params = SimParams(horizon_s=args.horizon_s)
+    if not args.horizon_s > 0:
+        raise ParameterError(f"horizon_s must be > 0, got {args.horizon_s!r}")
+    # The steady scenario's warm-up, shortened for short benchmark horizons.
+    params = SimParams(horizon_s=args.horizon_s, warmup_s=min(300.0, args.horizon_s / 3))
     table = bench(params, repeats=args.repeats, seed=args.seed)
     pd.set_option("display.width", 200)
     print(

@@ -58,15 +58,16 @@ class Gauge:
     """A level that moves at instants (calls in flight, calls held): its peak and time average.
 
     Only the measurement window [t0, t1] counts, so a run's fill-up and drain
-    do not bias the average.
+    do not bias the average; a level that lasts no time at all (a call held
+    for zero seconds) does not count as a peak.
     """
 
-    __slots__ = ("_area", "_last_s", "peak", "t0", "t1", "value")
+    __slots__ = ("_area", "_last_s", "_peak", "t0", "t1", "value")
 
     def __init__(self, t0: float, t1: float) -> None:
         self.t0, self.t1 = t0, t1
         self.value = 0
-        self.peak = 0
+        self._peak = 0
         self._last_s = 0.0
         self._area = 0.0
 
@@ -74,21 +75,27 @@ class Gauge:
         """Change the level by `delta` at time `now`."""
         last = self._last_s
         if now != last:
-            t0, t1 = self.t0, self.t1
-            lo = last if last > t0 else t0
-            hi = now if now < t1 else t1
+            lo = last if last > self.t0 else self.t0
+            hi = now if now < self.t1 else self.t1
             if hi > lo:
                 self._area += self.value * (hi - lo)
-                if self.value > self.peak:
-                    self.peak = self.value
+                if self.value > self._peak:
+                    self._peak = self.value
             self._last_s = now
         self.value += delta
-        if self.value > self.peak and self.t0 <= now <= self.t1:
-            self.peak = self.value
+
+    def _close(self) -> None:
+        self.move(max(self._last_s, self.t1), 0)
+
+    @property
+    def peak(self) -> int:
+        """Highest level held for some time inside the window (read once the run is over)."""
+        self._close()
+        return self._peak
 
     def mean(self) -> float:
-        """Time-average level over the window (call once the run is over)."""
-        self.move(max(self._last_s, self.t1), 0)
+        """Time-average level over the window (read once the run is over)."""
+        self._close()
         return self._area / (self.t1 - self.t0)
 
 
@@ -215,6 +222,7 @@ def summarize(
         "failed_fraction": float(counts.get(FAILED, 0) / n) if n else float("nan"),
         "mean_time_in_system_s": float(done["time_in_system_s"].mean()) if len(done) else nan,
         "mean_queue_wait_s": float(done["queue_wait_s"].mean()) if len(done) else nan,
+        "waited_fraction": float((done["queue_wait_s"] > 0).mean()) if len(done) else nan,
         "rounds": int(measured["rounds"].sum()),
         "re_prompts": int(measured["re_prompts"].sum()),
         "new_questions": int(measured["new_questions"].sum()),

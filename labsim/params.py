@@ -116,6 +116,10 @@ class WorkloadParams:
         )
         _check_fraction(self, "never_answer_fraction")
         _require(
+            isinstance(self.round_cpu, ServiceTime),
+            f"round_cpu must be a ServiceTime, got {self.round_cpu!r}",
+        )
+        _require(
             len(self.tool_mix) == 3
             and all(share >= 0 for share in self.tool_mix)
             and math.isclose(sum(self.tool_mix), 1.0),

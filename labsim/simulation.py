@@ -84,19 +84,16 @@ class Simulation:
         env = self.env
         workload = self.workload
         start = self.architecture.start
-        tools = workload.tool.tolist()
-        for index, arrival_s in enumerate(workload.arrival_s.tolist()):
+        timeout = env.timeout
+        rows = zip(
+            workload.tool.tolist(), workload.cpu_s.tolist(), workload.think_s.tolist(), strict=True
+        )
+        for index, (arrival_s, (tool, cpu, think)) in enumerate(
+            zip(workload.arrival_s.tolist(), rows, strict=True)
+        ):
             if arrival_s > env.now:
-                yield env.timeout(arrival_s - env.now)
-            start(
-                Call(
-                    index,
-                    tools[index],
-                    env.now,
-                    workload.cpu_s[index].tolist(),
-                    workload.think_s[index].tolist(),
-                )
-            )
+                yield timeout(arrival_s - env.now)
+            start(Call(index, tool, env.now, cpu, think))
 
     def sampler(self) -> Generator[simpy.Event, object, None]:
         """Every `sample_every_s`, note the cluster's levels for the time series."""

@@ -191,15 +191,18 @@ def validate(
 ) -> list[Verdict]:
     """Run every case `replications` times; a verdict per case."""
     seeds = replication_seeds(seed, replications)
+    # Cases that differ only in the metric they read share their runs.
+    deployments = list(dict.fromkeys((case.params, case.architecture) for case in cases))
     specs = [
-        RunSpec(case.params, case.architecture, s, (("case", k),))
-        for k, case in enumerate(cases)
+        RunSpec(params, architecture, s, (("deployment", k),))
+        for k, (params, architecture) in enumerate(deployments)
         for s in seeds
     ]
     runs = run_many(specs, processes, progress)
     verdicts = []
-    for k, case in enumerate(cases):
-        values = runs.loc[runs["case"] == k, case.metric]
+    for case in cases:
+        k = deployments.index((case.params, case.architecture))
+        values = runs.loc[runs["deployment"] == k, case.metric]
         mean, half_width = confidence_interval(values, level)
         verdicts.append(Verdict(case, mean, half_width, len(values)))
     return verdicts

@@ -32,7 +32,20 @@ from server.inputs import ELICIT, LIST_ROOTS, SAMPLE
 PROTOCOL_VERSION = "2026-07-28"
 CLIENT_INFO = {"name": "mrtr-lab-client", "version": "0.1.0"}
 #: Methods whose target the 2026-07-28 transport repeats in the `Mcp-Name` header.
-NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_FIELD = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: The two forms of the task methods: the seed's (v1 methods plus `tasks/input_response`)
+#: and the released extension's.
+SEED = "seed"
+EXTENSION = "extension"
 
 Answer = Callable[[dict[str, Any]], Any]
 """Answers one input request: receives its params, returns its result (or an awaitable)."""
@@ -187,6 +200,162 @@ class Exchange:
         ]
 
 
+def task_capabilities(capabilities: dict[str, Any], wire: str) -> dict[str, Any]:
+    """`capabilities` plus the declaration that opts into tasks in the given form."""
+    if wire == EXTENSION:
+        extensions = {**(capabilities.get("extensions") or {}), TASKS_EXTENSION: {}}
+        return {**capabilities, "extensions": extensions}
+    return {**capabilities, "tasks": {}}
+
+
+@dataclass
+class TaskFlow:
+    """A tool call run as a task, from `tools/call` to its result: what to send next.
+
+    No I/O, like `Exchange`; every message is a one-round `Exchange`. The loop is: poll
+    `tasks/get` every `pollInterval`; when the task needs input, get the questions and
+    answer them; when it is done, get the result.
+
+    - seed: the questions and the result come from `tasks/result`; answers go in
+      `tasks/input_response` with the related-task `_meta`.
+    - extension: `tasks/get` carries the questions and the result; answers go in
+      `tasks/update`.
+
+    A tool may ask the MRTR way before it becomes a task (`creation` holds those rounds),
+    or finish without becoming one (then `result` is set at once).
+    """
+
+    wire: str
+    capabilities: dict[str, Any]
+    token: str | None = None
+    creation: Exchange | None = None
+    #: The task as last reported (taskId, status, statusMessage, ttl, pollInterval...).
+    task: dict[str, Any] = field(default_factory=dict)
+    #: Open questions once known, and the answers waiting to be sent.
+    input_requests: dict[str, Any] | None = None
+    input_responses: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    #: Every task message after creation, in order.
+    messages: list[Exchange] = field(default_factory=list)
+    #: Whether the seed's `tasks/result` is due (the task needs input or is done).
+    _fetch: bool = field(default=False, init=False, repr=False)
+
+    def create(
+        self, name: str, arguments: dict[str, Any], *, ttl_ms: int | None, max_rounds: int
+    ) -> Exchange:
+        """The `tools/call` that starts the flow (run it through all its MRTR rounds)."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        if self.wire == SEED:
+            params["task"] = {"ttl": ttl_ms} if ttl_ms is not None else {}
+        self.creation = Exchange(
+            "tools/call", params, self.capabilities, max_rounds=max_rounds, token=self.token
+        )
+        return self.creation
+
+    def created(self) -> None:
+        """Take in the creation's final result: a task, or the tool's own result."""
+        result = (self.creation.result if self.creation else None) or {}
+        if result.get("resultType") != "task":
+            self.result = result
+            return
+        self.task = dict(result["task"]) if self.wire == SEED else _task_fields(result)
+
+    @property
+    def task_id(self) -> str | None:
+        return self.task.get("taskId")
+
+    @property
+    def status(self) -> str | None:
+        return self.task.get("status")
+
+    @property
+    def poll_interval_s(self) -> float:
+        interval_ms = self.task.get("pollIntervalMs", self.task.get("pollInterval"))
+        return (interval_ms if isinstance(interval_ms, int | float) else 1000) / 1000
+
+    @property
+    def next_step(self) -> str:
+        """`answer` the open questions, `send` the next message now, `wait` then send, `done`."""
+        if self.result is not None or self.error is not None or self.status == "cancelled":
+            return "done"
+        if self.input_responses is not None or self._fetch:
+            return "send"
+        if self.input_requests:
+            return "answer"
+        return "wait"
+
+    def answer(self, responses: dict[str, Any]) -> None:
+        """Set the answers the next message sends."""
+        self.input_responses = responses
+
+    def next_exchange(self) -> Exchange:
+        """The next message, as a one-round exchange."""
+        task_id = self.task_id
+        if self.input_responses is not None and self.wire == SEED:
+            method = "tasks/input_response"
+            params: dict[str, Any] = {
+                "inputResponses": self.input_responses,
+                "_meta": {RELATED_TASK: {"taskId": task_id}},
+            }
+        elif self.input_responses is not None:
+            method, params = (
+                "tasks/update",
+                {"taskId": task_id, "inputResponses": self.input_responses},
+            )
+        elif self._fetch:
+            method, params = "tasks/result", {"taskId": task_id}
+        else:
+            method, params = "tasks/get", {"taskId": task_id}
+        exchange = Exchange(method, params, self.capabilities, max_rounds=1, token=self.token)
+        self.messages.append(exchange)
+        return exchange
+
+    def take(self, exchange: Exchange) -> None:
+        """Take in the response to the message `next_exchange` made."""
+        result = (exchange.rounds[-1].response or {})["result"]
+        if exchange.method == "tasks/get":
+            self.task = _task_fields(result)
+            if self.wire == SEED:
+                self._fetch = self.status in ("input_required", "completed", "failed")
+                self.input_requests = None
+            else:
+                self.input_requests = result.get("inputRequests")
+                self.result = result.get("result")
+                self.error = result.get("error")
+        elif exchange.method == "tasks/result":
+            self._fetch = False
+            if result.get("resultType") == "input_required":
+                self.input_requests = result.get("inputRequests") or {}
+            else:
+                self.result = result
+        else:  # the answers were acknowledged; the task reports on the next poll
+            self.input_responses = None
+            self.input_requests = None
+
+    def raise_for_error(self) -> None:
+        """Raise the task's error if it failed (extension; the seed's tasks/result raises)."""
+        if self.error is not None:
+            error = self.error
+            raise McpError(error.get("code", -32603), error.get("message", ""), error.get("data"))
+
+    @property
+    def text(self) -> str:
+        """The text content of the final result."""
+        content = (self.result or {}).get("content") or []
+        return "".join(c.get("text", "") for c in content if c.get("type") == "text")
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """Every request and response of the flow, creation first."""
+        exchanges = ([self.creation] if self.creation else []) + self.messages
+        return [step for exchange in exchanges for step in exchange.transcript()]
+
+
+def _task_fields(result: dict[str, Any]) -> dict[str, Any]:
+    inlined = ("resultType", "inputRequests", "result", "error", "_meta")
+    return {k: v for k, v in result.items() if k not in inlined}
+
+
 def parse_body(response: httpx.Response) -> dict[str, Any] | None:
     """The JSON-RPC response in an HTTP response, from JSON or from the last SSE event."""
     content_type = response.headers.get("content-type", "")
@@ -247,6 +416,10 @@ class _ClientBase:
         """`resources/read`, all rounds."""
         return self.request("resources/read", {"uri": uri})
 
+    def task_flow(self, wire: str = SEED) -> TaskFlow:
+        """A new task flow, not yet started, declaring task support in the form `wire`."""
+        return TaskFlow(wire, task_capabilities(self.handlers.capabilities(), wire), self.token)
+
 
 class AsyncMrtrClient(_ClientBase):
     """An async MRTR client on httpx; answers input requests concurrently."""
@@ -286,16 +459,51 @@ class AsyncMrtrClient(_ClientBase):
             if exchange.needs_backoff:
                 await asyncio.sleep(self.backoff_s)
                 continue
-            keys = list(exchange.input_requests)
-            answers = await asyncio.gather(
-                *(self._answer(exchange.input_requests[k]) for k in keys)
-            )
-            exchange.answer(dict(zip(keys, answers, strict=True)))
+            exchange.answer(await self._answer_all(exchange.input_requests))
         return exchange
+
+    async def _answer_all(self, input_requests: dict[str, Any]) -> dict[str, Any]:
+        keys = list(input_requests)
+        answers = await asyncio.gather(*(self._answer(input_requests[k]) for k in keys))
+        return dict(zip(keys, answers, strict=True))
 
     async def _answer(self, request: dict[str, Any]) -> Any:
         answer = self.handlers.for_method(request.get("method", ""))(request.get("params") or {})
         return await answer if inspect.isawaitable(answer) else answer
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        wire: str = SEED,
+        ttl_ms: int | None = None,
+        timeout_s: float = 60.0,
+    ) -> TaskFlow:
+        """`tools/call` as a task, then poll, answer and fetch until the task is done."""
+        flow = self.task_flow(wire)
+        await self.run(
+            flow.create(name, arguments or {}, ttl_ms=ttl_ms, max_rounds=self.max_rounds)
+        )
+        flow.created()
+        return await self.run_task(flow, timeout_s=timeout_s)
+
+    async def run_task(self, flow: TaskFlow, *, timeout_s: float = 60.0) -> TaskFlow:
+        """Drive a started task flow until the task is done (or `timeout_s` passes)."""
+        deadline = time.monotonic() + timeout_s
+        while (step := flow.next_step) != "done":
+            if time.monotonic() > deadline:
+                raise McpError(-32603, f"task {flow.task_id} not done after {timeout_s:g} s")
+            if step == "answer":
+                flow.answer(await self._answer_all(flow.input_requests or {}))
+                continue
+            if step == "wait":
+                await asyncio.sleep(flow.poll_interval_s)
+            exchange = flow.next_exchange()
+            await self.send(exchange)
+            flow.take(exchange)
+        flow.raise_for_error()
+        return flow
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> Exchange:
         """Any request, all rounds."""
@@ -357,13 +565,46 @@ class MrtrClient(_ClientBase):
             if exchange.needs_backoff:
                 time.sleep(self.backoff_s)
                 continue
-            exchange.answer(
-                {
-                    key: self.handlers.for_method(req.get("method", ""))(req.get("params") or {})
-                    for key, req in exchange.input_requests.items()
-                }
-            )
+            exchange.answer(self._answer_all(exchange.input_requests))
         return exchange
+
+    def _answer_all(self, input_requests: dict[str, Any]) -> dict[str, Any]:
+        return {
+            key: self.handlers.for_method(req.get("method", ""))(req.get("params") or {})
+            for key, req in input_requests.items()
+        }
+
+    def call_tool_as_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        wire: str = SEED,
+        ttl_ms: int | None = None,
+        timeout_s: float = 60.0,
+    ) -> TaskFlow:
+        """`tools/call` as a task, then poll, answer and fetch until the task is done."""
+        flow = self.task_flow(wire)
+        self.run(flow.create(name, arguments or {}, ttl_ms=ttl_ms, max_rounds=self.max_rounds))
+        flow.created()
+        return self.run_task(flow, timeout_s=timeout_s)
+
+    def run_task(self, flow: TaskFlow, *, timeout_s: float = 60.0) -> TaskFlow:
+        """Drive a started task flow until the task is done (or `timeout_s` passes)."""
+        deadline = time.monotonic() + timeout_s
+        while (step := flow.next_step) != "done":
+            if time.monotonic() > deadline:
+                raise McpError(-32603, f"task {flow.task_id} not done after {timeout_s:g} s")
+            if step == "answer":
+                flow.answer(self._answer_all(flow.input_requests or {}))
+                continue
+            if step == "wait":
+                time.sleep(flow.poll_interval_s)
+            exchange = flow.next_exchange()
+            self.send(exchange)
+            flow.take(exchange)
+        flow.raise_for_error()
+        return flow
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> Exchange:
         """Any request, all rounds."""

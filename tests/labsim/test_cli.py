@@ -1,0 +1,131 @@
+"""`python -m labsim`: its commands, their output, and one-line errors for bad parameters."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from labsim import __main__ as cli
+from labsim import validation
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def labsim(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "labsim", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout_s,
+    )
+
+
+def mmc_rates(arrival: str, service: str, servers: str) -> list[str]:
+    return ["--arrival-rate", arrival, "--service-rate", service, "--servers", servers]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["mmc", "--arrival-rate", "5", "--service-rate", "1", "--servers", "4"],
+            "rho = 1.25 >= 1",
+        ),
+        (["mmc", "--arrival-rate", "-1", "--service-rate", "1", "--servers", "1"], "rates must be"),
+        (["mmc", "--arrival-rate", "1", "--service-rate", "2", "--servers", "0"], "servers"),
+        (
+            ["mmc", "--arrival-rate", "fast", "--service-rate", "1", "--servers", "1"],
+            "invalid float",
+        ),
+        (["compare", "--scenario", "meteor-strike"], "unknown scenario 'meteor-strike'"),
+        (["compare", "--replications", "0"], "replications must be"),
+        (["compare", "--scenario", "steady", "--set", "replicas=0"], "replicas must be"),
+        (["compare", "--scenario", "steady", "--set", "arrival_rate_per_s=-3"], "arrival_rate"),
+    ],
+)
+def test_bad_parameters_give_one_line_and_exit_status_2(args: list[str], message: str) -> None:
+    done = labsim(*args)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert message in lines[0]
+    assert lines[0].startswith("labsim")
+
+
+def test_mmc_prints_json_with_waits_close_to_erlang_c() -> None:
+    done = labsim(
+        "mmc", "--arrival-rate", "1", "--service-rate", "1", "--servers", "2",
+        "--calls", "20000", "--seed", "3", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["theory_mean_wait_s"] == pytest.approx(1 / 3)
+    assert report["mean_wait_s"] == pytest.approx(report["theory_mean_wait_s"], rel=0.15)
+    assert report["mean_response_s"] == pytest.approx(report["mean_wait_s"] + 1.0, rel=0.05)
+    low, high = report["mean_wait_ci95_s"]
+    assert low < report["mean_wait_s"] < high
+    assert report["utilization"] == pytest.approx(0.5)
+    assert report["measured_utilization"] == pytest.approx(0.5, rel=0.05)
+
+
+def test_compare_prints_a_table_and_writes_json_and_plots(tmp_path: Path) -> None:
+    out = tmp_path / "crash.json"
+    figures = tmp_path / "figures"
+    done = labsim(
+        "compare", "--scenario", "crash", "--replications", "2",
+        "--json", str(out), "--plots", str(figures),
+        "--set", "horizon_s=400", "--set", "warmup_s=100", "--set", "at_s=200",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "== crash" in done.stdout
+    for heading in ("sse-store", "sticky", "mrtr", "state losses", "cost per million calls"):
+        assert heading in done.stdout
+    assert "elapsed:" in done.stdout
+    payload = json.loads(out.read_text())
+    assert payload["overrides"] == {"horizon_s": 400, "warmup_s": 100, "at_s": 200}
+    metrics = {(r["architecture"], r["metric"]): r["mean"] for r in payload["results"]}
+    assert metrics[("mrtr", "state_losses")] == 0
+    assert metrics[("sticky", "state_losses")] > 0
+    written = {p.name for p in figures.iterdir()}
+    assert {"comparison_grid.png", "cost_bars.png", "timeline_crash.png"} <= written
+
+
+def test_validate_exits_non_zero_when_theory_falls_outside(monkeypatch, capsys) -> None:
+    right = validation.mmc_case(0.5, 1, 2_000)
+    wrong = dataclasses.replace(right, name="a wrong theory", theory=right.theory * 3)
+    monkeypatch.setattr(validation, "standard_cases", lambda scale: [right, wrong])
+    status = cli.main(["validate", "--replications", "3"])
+    printed = capsys.readouterr().out
+    assert status == 1
+    assert "1 of 2 cases agree with theory" in printed
+    monkeypatch.setattr(validation, "standard_cases", lambda scale: [right])
+    assert cli.main(["validate", "--replications", "3"]) == 0
+
+
+def test_bench_reports_each_architecture_against_the_bare_loop() -> None:
+    done = labsim("bench", "--horizon-s", "300", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    for architecture in ("sse-store", "sticky", "mrtr"):
+        assert architecture in done.stdout
+    assert "slowdown" in done.stdout
+
+
+def test_scenarios_are_listed() -> None:
+    done = labsim("scenarios")
+    assert done.returncode == 0
+    names = [line.split()[0] for line in done.stdout.splitlines()]
+    assert names == [
+        "steady",
+        "crash",
+        "store-outage",
+        "rolling-upgrade",
+        "overload",
+        "idle-timeout",
+    ]

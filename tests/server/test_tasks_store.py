@@ -1,0 +1,235 @@
+"""The task store: one behaviour in memory and in Redis; a failing store is an error, not a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+
+import pytest
+
+from server.process import free_port
+from server.task_store import (
+    WORKING,
+    RedisTaskStore,
+    TaskRecord,
+    TaskStore,
+    TaskStoreError,
+    now_ms,
+    open_task_store,
+)
+from server.task_worker import sweep_periodically
+from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, redis_url, running_replicas
+
+__all__ = ["redis_url"]  # a fixture, used below
+
+
+def record(task_id: str, principal: str = "alice", ttl_ms: int = 60_000) -> TaskRecord:
+    created = now_ms()
+    return TaskRecord(
+        task_id=task_id,
+        principal=principal,
+        tool="echo",
+        arguments={},
+        client_capabilities={"tasks": {}},
+        status=WORKING,
+        created_at_ms=created,
+        updated_at_ms=created,
+        ttl_ms=ttl_ms,
+        poll_interval_ms=100,
+        status_message="Task created.",
+    )
+
+
+@pytest.fixture(params=["memory", "redis"])
+def with_store(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """Run `scenario(store)` against a fresh store of each kind."""
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+
+    def run(scenario: Callable[[TaskStore], Awaitable[None]]) -> None:
+        async def main() -> None:
+            # A key prefix of its own, so tests sharing one Redis do not see each other.
+            store = (
+                RedisTaskStore(url, timeout_s=1.0, prefix=f"test-{uuid.uuid4()}")
+                if url
+                else open_task_store("memory", timeout_s=1.0)
+            )
+            try:
+                await scenario(store)
+            finally:
+                await store.close()
+
+        asyncio.run(main())
+
+    return run
+
+
+def test_a_created_task_reads_back_as_it_was(with_store: Callable[..., None]) -> None:
+    async def scenario(store: TaskStore) -> None:
+        original = record("read-back")
+        original.answers = {"echo_input": {"action": "accept", "content": {"input": "é ✓"}}}
+        await store.create(original)
+        assert await store.get("read-back") == original
+        assert await store.get("never-created") is None
+
+    with_store(scenario)
+
+
+def test_an_update_saves_the_change_and_counts_the_version(
+    with_store: Callable[..., None],
+) -> None:
+    async def scenario(store: TaskStore) -> None:
+        await store.create(record("versioned"))
+
+        def to_input_required(task: TaskRecord) -> bool:
+            task.touch("input_required", "waiting")
+            return True
+
+        stored, saved = await store.update("versioned", to_input_required)
+        assert saved and stored is not None and stored.version == 1
+        again = await store.get("versioned")
+        assert again is not None
+        assert (again.status, again.status_message, again.version) == (
+            "input_required",
+            "waiting",
+            1,
+        )
+        unchanged, saved = await store.update("versioned", lambda task: False)
+        assert not saved and unchanged == again
+        assert await store.update("never-created", to_input_required) == (None, False)
+
+    with_store(scenario)
+
+
+def test_concurrent_updates_are_all_kept(with_store: Callable[..., None]) -> None:
+    async def scenario(store: TaskStore) -> None:
+        await store.create(record("contended"))
+
+        def add(mark: int) -> Callable[[TaskRecord], bool]:
+            def change(task: TaskRecord) -> bool:
+                task.tool_state.setdefault("marks", []).append(mark)
+                return True
+
+            return change
+
+        await asyncio.gather(*(store.update("contended", add(i)) for i in range(25)))
+        final = await store.get("contended")
+        assert final is not None
+        assert sorted(final.tool_state["marks"]) == list(range(25))  # no write was lost
+        assert final.version == 25
+
+    with_store(scenario)
+
+
+def test_a_principals_list_holds_only_their_live_tasks_oldest_first(
+    with_store: Callable[..., None],
+) -> None:
+    async def scenario(store: TaskStore) -> None:
+        await store.create(record("alice-1"))
+        await store.create(record("bob-1", principal="bob"))
+        await store.create(record("alice-short", ttl_ms=50))
+        await asyncio.sleep(0.002)
+        await store.create(record("alice-2"))
+        await asyncio.sleep(0.1)
+        assert [r.task_id for r in await store.list_for("alice")] == ["alice-1", "alice-2"]
+        assert [r.task_id for r in await store.list_for("bob")] == ["bob-1"]
+        assert await store.list_for("nobody") == []
+
+    with_store(scenario)
+
+
+def test_an_expired_task_is_gone(with_store: Callable[..., None]) -> None:
+    async def scenario(store: TaskStore) -> None:
+        await store.create(record("brief", ttl_ms=100))
+        assert await store.get("brief") is not None
+        await asyncio.sleep(0.15)
+        assert await store.get("brief") is None
+        assert await store.update("brief", lambda task: True) == (None, False)
+
+    with_store(scenario)
+
+
+def test_the_background_sweep_removes_expired_tasks_from_memory() -> None:
+    async def scenario() -> None:
+        store = open_task_store("memory", timeout_s=1.0)
+        await store.create(record("short-1", ttl_ms=50))
+        await store.create(record("short-2", ttl_ms=50))
+        await store.create(record("long", ttl_ms=60_000))
+        sweeper = asyncio.create_task(sweep_periodically(store, 0.05))
+        await asyncio.sleep(0.3)
+        sweeper.cancel()
+        assert await store.sweep() == 0  # the background sweep already took both
+        assert [r.task_id for r in await store.list_for("alice")] == ["long"]
+
+    asyncio.run(scenario())
+
+
+def test_redis_expires_each_task_key_with_its_ttl(redis_url: str) -> None:
+    async def scenario() -> None:
+        store = RedisTaskStore(redis_url, timeout_s=1.0)
+        try:
+            await store.create(record("expiring", ttl_ms=30_000))
+            pttl = await store._redis.pttl(store._task_key("expiring"))
+            assert 25_000 < pttl <= 30_000
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_an_unreachable_redis_is_an_error_within_the_timeout() -> None:
+    async def scenario() -> None:
+        store = RedisTaskStore(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.3)
+        started = time.monotonic()
+        with pytest.raises(TaskStoreError):
+            await store.get("anything")
+        assert time.monotonic() - started < 1.0
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts connections and never answers (a hung store)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
+def test_a_redis_that_never_answers_is_an_error_within_the_timeout(silent_port: int) -> None:
+    async def scenario() -> None:
+        store = RedisTaskStore(f"redis://127.0.0.1:{silent_port}/0", timeout_s=0.3)
+        started = time.monotonic()
+        with pytest.raises(TaskStoreError):
+            await store.create(record("into-the-void"))
+        assert time.monotonic() - started < 1.5
+        await store.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_store_outage_reaches_the_client_as_a_json_rpc_error() -> None:
+    with (
+        redis_server() as (url, redis_process),
+        running_replicas(1, "--task-store", url) as (replica,),
+    ):
+        wire = Wire([replica.url])
+        task_id = wire("tools/call", {"name": "echo", "task": {"ttl": 60000}})["task"]["taskId"]
+        wire.poll(task_id, {"input_required"})
+        redis_process.kill()
+        redis_process.wait(5)
+        for method, params in [
+            ("tasks/get", {"taskId": task_id}),
+            ("tools/call", {"name": "echo", "task": {"ttl": 60000}}),
+        ]:
+            started = time.monotonic()
+            with pytest.raises(RpcFailed) as failed:
+                wire(method, params)
+            assert time.monotonic() - started < 3.0, method  # bounded by the store timeout
+            assert failed.value.code == -32603, method
+            assert failed.value.http_status == 503, method
+            assert failed.value.message.startswith("Task store error"), method
