@@ -253,8 +253,9 @@ def run_bench(args: argparse.Namespace) -> int:
     table = bench(params, repeats=args.repeats, seed=args.seed)
     pd.set_option("display.width", 200)
     print(
-        "steady scenario, best of "
-        f"{args.repeats}; bare loop run for the same number of SimPy events\n"
+        f"steady scenario, {args.horizon_s:g} simulated s, best of {args.repeats} runs.\n"
+        "slowdown = model wall time / wall time of a bare SimPy M/M/c loop "
+        "of the same number of events\n"
     )
     print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
     worst = table["slowdown"].max()

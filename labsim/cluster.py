@@ -87,10 +87,12 @@ class Replica:
         """Interrupt every attached call (crash, end of drain); returns how many were cut."""
         victims = list(self.attached)
         self.attached.clear()
-        self._drained = None
         for process in victims:
             if process.is_alive:
                 process.interrupt(cause)
+        drained, self._drained = self._drained, None
+        if drained is not None:
+            drained.succeed()
         return len(victims)
 
 

@@ -13,6 +13,7 @@ user is asked again for everything they had already answered.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -148,6 +149,6 @@ class HeldStream(Architecture):
         """What the holding replica does before it sends the question (nothing by default)."""
         yield from ()
 
+    @abstractmethod
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """Bring the answer POST to `holder`; returns CPU the holder adds to its next round."""
-        raise NotImplementedError

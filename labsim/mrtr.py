@@ -94,7 +94,7 @@ class Mrtr(Architecture):
                     done_s += shed.done_s
                     resumed = True
                     call.offloads += 1
-                    call.cpu_s += state.seal_cpu_s
+                    self._account(call, replica, state.seal_cpu_s)
                     call.bytes_out += workload.response_bytes + state.checkpoint_bytes
                     state_bytes += state.checkpoint_bytes
                     if client.offload_retry_delay_s:

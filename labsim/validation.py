@@ -158,7 +158,8 @@ def littles_law_case(scenario: str = "steady") -> Case:
         build(scenario),
         "littles_law_ratio",
         1.0,
-        tolerance=0.0,
+        # Calls straddling the ends of a finite window blur the law by a percent or so.
+        tolerance=0.02,
         architecture="sse-store",
     )
 
