@@ -3,6 +3,7 @@
 python -m server --host 127.0.0.1 --port 8000 [--replica-id ID] [--tool-version 1|2]
                  [--conformance] [--shed-every-units N] [--shed-in-flight N]
                  [--task-store memory|redis://HOST:PORT/DB] [--task-poll-interval-ms MS]
+                 [--task-lease-s S]
                  [--legacy-store memory|redis://HOST:PORT/DB] [--legacy-answer-timeout-s S]
                  [--legacy-keepalive-s S]
 python -m server token NAME
@@ -42,6 +43,13 @@ def _serve(argv: list[str]) -> int:
         help="how often clients should poll tasks/get",
     )
     parser.add_argument(
+        "--task-lease-s",
+        type=float,
+        default=ServerConfig.task_lease_s,
+        metavar="S",
+        help="how long a running task's claim lasts; after it another replica takes over",
+    )
+    parser.add_argument(
         "--legacy-store",
         default=ServerConfig.legacy_store,
         metavar="memory|redis://HOST:PORT/DB",
@@ -74,6 +82,7 @@ def _serve(argv: list[str]) -> int:
             shed_in_flight_threshold=args.shed_in_flight,
             task_store=args.task_store,
             task_poll_interval_ms=args.task_poll_interval_ms,
+            task_lease_s=args.task_lease_s,
             loopback_only=_is_loopback(args.host),
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,

@@ -84,7 +84,9 @@ class McpServer:
             max_request_state_bytes=config.max_request_state_bytes,
         )
         self.task_store = open_task_store(config.task_store, timeout_s=config.task_store_timeout_s)
-        self.task_worker = TaskWorker(self.task_store, self.catalog, self.replica)
+        self.task_worker = TaskWorker(
+            self.task_store, self.catalog, self.replica, lease_s=config.task_lease_s
+        )
         tasks = TaskMethods(
             self.task_store,
             self.task_worker,

@@ -124,6 +124,10 @@ class ServerConfig:
     #: How long the seed's `tasks/result` waits on a working task before answering "still
     #: working" (the v1 method blocks; this bounds it).
     task_result_wait_s: float = 30.0
+    #: How long a replica's claim on a running task holds without renewal (renewed every
+    #: third of it); when it lapses (the replica died), the next replica to read the task
+    #: runs it again from its last checkpoint.
+    task_lease_s: float = 10.0
     #: Cache hint for list results (tools/list, prompts/list, ...), milliseconds.
     list_ttl_ms: int = 60_000
     #: Reject requests whose Host/Origin is not local while bound to loopback (DNS rebinding).
@@ -164,6 +168,7 @@ class ServerConfig:
             "task_poll_interval_ms",
             "task_sweep_interval_s",
             "task_result_wait_s",
+            "task_lease_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")

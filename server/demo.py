@@ -282,13 +282,20 @@ def demo_catalog(tool_version: int = 1) -> Catalog:
         # Persistent part: from here the call is a task, its progress in the task store.
         await ctx.become_task(f"Provisioning {name}.")
         seconds = float(ctx.arguments.get("seconds", PROVISION_S))
-        for done, step in enumerate(PROVISION_STEPS):
-            total = len(PROVISION_STEPS)
-            await ctx.progress(done, total, f"{step} ({done + 1}/{total})")
-            await asyncio.sleep(seconds / len(PROVISION_STEPS))
+        # Checkpointed with each progress report: a replica taking the task over after a
+        # crash skips the steps already done.
+        state = ctx.state
+        state.setdefault("replicas", []).append(ctx.replica.replica_id)
+        total = len(PROVISION_STEPS)
+        for index, step in enumerate(PROVISION_STEPS):
+            if index < state.get("steps_done", 0):
+                continue
+            await ctx.progress(index, total, f"{step} ({index + 1}/{total})")
+            await asyncio.sleep(seconds / total)
+            state["steps_done"] = index + 1
         return tool_result(
             f"Virtual machine {name} is running.",
-            structured={"name": name, "state": "running", "steps": PROVISION_STEPS},
+            structured={"name": name, "state": "running", "replicas": state["replicas"]},
         )
 
     @catalog.prompt("greeting", "A greeting for you; asks your name first.")

@@ -77,6 +77,10 @@ class TaskRecord:
     error: dict[str, Any] | None = None
     #: Which run of the handler is current; a superseded run's outcome is discarded.
     run: int = 0
+    #: The replica running the current run, and until when its claim holds unless renewed.
+    #: A working task whose lease has lapsed lost its replica: any replica may take it over.
+    runner: str = ""
+    lease_until_ms: int = 0
     #: Compare-and-set counter, maintained by the store.
     version: int = 0
 

@@ -11,8 +11,13 @@ with what requestState carried. It ends in one of three ways, each written to th
   answers arrive, at any replica, that replica starts the next run;
 - the handler fails (a JSON-RPC error or a crash): the task is `failed` with the error.
 
-Progress the handler reports (`ctx.progress`) becomes the task's `statusMessage`. Each such
-write also notices a cancellation or a newer run made elsewhere, and stops this run.
+Progress the handler reports (`ctx.progress`) becomes the task's `statusMessage`, and its
+`ctx.state` is saved with it: a checkpoint. Each such write also notices a cancellation or
+a newer run made elsewhere, and stops this run.
+
+A run holds a lease on its task, renewed while it runs. If its replica dies, the lease
+lapses, and the next replica to read the task takes it over: it starts a new run from the
+last checkpoint. The store, not the replica, is what the task depends on.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from server.task_store import (
     TaskRecord,
     TaskStore,
     TaskStoreError,
+    now_ms,
 )
 
 log = logging.getLogger("server.tasks")
@@ -55,11 +61,43 @@ class RunSuperseded(Exception):
 class TaskWorker:
     """Runs task handlers in the background on this replica."""
 
-    def __init__(self, store: TaskStore, catalog: Catalog, replica: Replica) -> None:
+    def __init__(
+        self, store: TaskStore, catalog: Catalog, replica: Replica, *, lease_s: float
+    ) -> None:
         self.store = store
         self.catalog = catalog
         self.replica = replica
+        self.lease_s = lease_s
         self._running: dict[str, asyncio.Task[None]] = {}
+
+    def lease(self, record: TaskRecord) -> None:
+        """Claim `record`'s current run for this replica, for one lease period from now."""
+        record.runner = self.replica.replica_id
+        record.lease_until_ms = now_ms() + int(self.lease_s * 1000)
+
+    async def take_over_if_abandoned(self, record: TaskRecord) -> TaskRecord | None:
+        """Run here a working task whose replica stopped renewing its lease (it died).
+
+        Returns the task as it now stands (None if it is gone). Only one replica wins the
+        claim; the handler starts again from the task's last checkpoint.
+        """
+        if record.status != WORKING or record.lease_until_ms > now_ms():
+            return record
+
+        def claim(task: TaskRecord) -> bool:
+            if task.status != WORKING or task.lease_until_ms > now_ms():
+                return False
+            previous = task.runner or "its replica"
+            task.run += 1
+            self.lease(task)
+            task.touch(message=f"Resumed on {self.replica.replica_id}: {previous} stopped.")
+            return True
+
+        stored, claimed = await self.store.update(record.task_id, claim)
+        if claimed and stored is not None:
+            log.warning("task %s taken over from %s", stored.task_id, record.runner)
+            self.start(stored)
+        return stored
 
     @property
     def running(self) -> int:
@@ -98,7 +136,13 @@ class TaskWorker:
             record = await self.store.get(task_id)
             if record is None or record.run != run or record.status != WORKING:
                 return
-            outcome = await self._execute(record)
+            job = asyncio.current_task()
+            assert job is not None
+            heartbeat = asyncio.create_task(self._keep_lease(task_id, run, job))
+            try:
+                outcome = await self._execute(record)
+            finally:
+                heartbeat.cancel()
             await self.store.update(task_id, _settle(run, outcome))
         except RunSuperseded:
             log.info("task %s run %d stopped: superseded", task_id, run)
@@ -112,15 +156,16 @@ class TaskWorker:
             error = RpcError(INTERNAL_ERROR, f"tool {record.tool!r} is not served here")
             return _failed(error.to_error())
         channel = TaskChannel(record.answers, record.client_capabilities)
+        state = record.tool_state  # the handler's ctx.state: checkpointed with each progress
         ctx = Context(
             arguments=record.arguments,
             principal=record.principal,
             client_capabilities=record.client_capabilities,
             replica=self.replica,
             channel=channel,
-            state=record.tool_state,
+            state=state,
             progress_token=record.task_id,
-            notify=self._reporter(record.task_id, record.run),
+            notify=self._reporter(record.task_id, record.run, state),
         )
         try:
             result = await tool.handler(ctx)
@@ -136,8 +181,29 @@ class TaskWorker:
             return _failed(RpcError(INTERNAL_ERROR, "Internal error in the tool").to_error())
         return _completed(result)
 
-    def _reporter(self, task_id: str, run: int) -> Notify:
-        """Where the handler's progress goes: the task's statusMessage."""
+    async def _keep_lease(self, task_id: str, run: int, job: asyncio.Task[None]) -> None:
+        """Renew the run's lease while it runs; stop the run if it no longer owns the task."""
+
+        def renew(record: TaskRecord) -> bool:
+            if record.run != run or record.status != WORKING:
+                raise RunSuperseded()
+            self.lease(record)
+            return True
+
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                stored, _ = await self.store.update(task_id, renew)
+            except RunSuperseded:
+                stored = None
+            except TaskStoreError:
+                continue  # try again; if the store stays away, the lease lapses
+            if stored is None:
+                job.cancel()
+                return
+
+    def _reporter(self, task_id: str, run: int, state: dict[str, Any]) -> Notify:
+        """Where the handler's progress goes: the task's statusMessage, with a checkpoint."""
 
         async def report(message: dict[str, Any]) -> None:
             if message.get("method") != "notifications/progress":
@@ -152,6 +218,8 @@ class TaskWorker:
                 if record.run != run or record.status != WORKING:
                     raise RunSuperseded()
                 record.touch(message=text)
+                record.tool_state = state
+                self.lease(record)
                 return True
 
             stored, _ = await self.store.update(task_id, change)

@@ -285,6 +285,7 @@ class TaskMethods:
             answers=switch.answers,
             tool_state=switch.state,
         )
+        self.worker.lease(record)
         # Durable before it is announced: a tasks/get right after this must find it.
         await self.store.create(record)
         return record
@@ -404,13 +405,19 @@ class TaskMethods:
             )
 
     async def _find(self, call: Call, task_id: Any) -> TaskRecord:
-        """The caller's task, or "not found" (also when it is someone else's)."""
+        """The caller's task, or "not found" (also when it is someone else's).
+
+        A working task whose replica died is taken over by this one on the way.
+        """
         if not isinstance(task_id, str) or not task_id:
             raise invalid_params("taskId must be a non-empty string")
         record = await self.store.get(task_id)
         if record is None or record.principal != call.principal:
             raise _not_found(task_id)
-        return record
+        current = await self.worker.take_over_if_abandoned(record)
+        if current is None:
+            raise _not_found(task_id)
+        return current
 
     async def _answer(self, call: Call, task_id: Any, responses: Any) -> TaskRecord:
         """Take the answers that fit open questions; resume the task when none is left.
@@ -444,6 +451,7 @@ class TaskMethods:
                 task.touch(message=f"Waiting for {', '.join(task.input_requests)}.")
             else:
                 task.run += 1
+                self.worker.lease(task)
                 task.touch(WORKING, "Resuming with the answers.")
             return True
 
