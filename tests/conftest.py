@@ -4,26 +4,30 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-#: Programs the tests start; none may outlive the session.
-WATCHED = (b"-m\x00server", b"haproxy", b"redis-server", b"-m\x00locust")
+#: Marks every process this session starts (children inherit the environment), so the
+#: check below sees only this session's processes, not another run's on the same machine.
+SESSION_MARK = f"MRTR_LAB_TEST_SESSION={uuid.uuid4().hex}"
 
 
-def watched_processes() -> set[int]:
-    """Pids of running lab servers, load balancers, stores and swarms."""
+def session_processes() -> set[int]:
+    """Pids of live processes started (directly or not) by this test session."""
+    mark = SESSION_MARK.encode()
     found = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
             continue
-        if any(w in cmdline for w in WATCHED):
+        if mark in environ.split(b"\x00") and state != "Z":
             found.add(int(entry.name))
     return found
 
@@ -31,9 +35,10 @@ def watched_processes() -> set[int]:
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind() -> Iterator[None]:
     """Every process a test started is stopped by the end of the session."""
-    before = watched_processes()
+    name, _, value = SESSION_MARK.partition("=")
+    os.environ[name] = value
     yield
     deadline = time.monotonic() + 5
-    while (left := watched_processes() - before - {os.getpid()}) and time.monotonic() < deadline:
+    while (left := session_processes()) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, f"processes left behind: {sorted(left)}"

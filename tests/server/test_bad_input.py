@@ -168,7 +168,8 @@ def requests(draw: st.DrawFn) -> tuple[dict[str, str], bytes]:
         params[key] = draw(names) if named else draw(json_values)
     body: Any = {"jsonrpc": "2.0", "id": draw(st.integers(0, 9)), "method": method}
     body["params"] = params if draw(st.booleans()) else draw(json_values)
-    h = headers(method, params.get("name") if isinstance(params.get("name"), str) else None)
+    name = params.get("name")
+    h = headers(method, name if isinstance(name, str) and name.isascii() else None)
     if draw(st.booleans()):
         h["Mcp-Method"] = draw(st.text(st.characters(min_codepoint=32, max_codepoint=126)))
     raw = json.dumps(body).encode()
