@@ -225,6 +225,8 @@ def demo_catalog(tool_version: int = 1) -> Catalog:
             shed_by_load = done_here >= CRUNCH_MIN_SLICE_UNITS and ctx.overloaded()
             if done < units and ((every and done_here >= every) or shed_by_load):
                 ctx.offload()
+                # Still here: this call cannot move (a legacy stream, a task); next slice.
+                done_here = 0
             await asyncio.sleep(0)
         return tool_result(
             f"crunch of {units} units: {digest}",

@@ -16,6 +16,7 @@ from server.app import create_app
 from server.auth import mint_token
 from server.client import Handlers, McpError, accept
 from server.config import ConfigError
+from server.demo import crunch_start, crunch_units
 from server.legacy_client import LegacyClient
 from tests.server.conftest import JWT_SECRET, make_config
 
@@ -172,6 +173,18 @@ def test_a_call_that_never_asks_is_answered_with_plain_json(app: Any) -> None:
     assert done.rounds[0].http_status == 200 and done.events == [done.rounds[0].response]
     assert done.result["structuredContent"]["replicas"] == ["replica-1"]
     assert "resultType" not in done.result
+
+
+def test_offloading_is_a_no_op_under_legacy_the_call_runs_to_the_end() -> None:
+    app = create_app(make_config(shed_every_units=1000))
+    http = TestClient(app, base_url="http://127.0.0.1")
+    with LegacyClient("http://127.0.0.1/mcp", http=http) as client:
+        done = client.call_tool("crunch", {"units": 2500})
+    assert len(done.rounds) == 1
+    assert done.result["structuredContent"] == {
+        "digest": crunch_units(crunch_start(), 0, 2500),
+        "replicas": ["replica-1"],  # one attempt: nothing was shed
+    }
 
 
 def test_asking_for_a_capability_the_client_did_not_declare_is_an_error(app: Any) -> None:
