@@ -155,12 +155,10 @@ class ServerConfig:
                 raise ConfigError(f"{name} must be positive")
         if self.shed_in_flight_threshold < 0 or self.shed_every_units < 0:
             raise ConfigError("shedding thresholds must be >= 0")
-        if self.task_store != "memory" and not self.task_store.startswith(
-            ("redis://", "rediss://", "unix://")
-        ):
-            raise ConfigError(
-                f"task_store must be 'memory' or a redis:// URL, not {self.task_store!r}"
-            )
+        for name in ("task_store", "legacy_store"):
+            spec = getattr(self, name)
+            if spec != "memory" and not spec.startswith(("redis://", "rediss://", "unix://")):
+                raise ConfigError(f"{name} must be 'memory' or a redis:// URL, not {spec!r}")
         for name in (
             "task_store_timeout_s",
             "task_default_ttl_ms",
@@ -169,18 +167,6 @@ class ServerConfig:
             "task_sweep_interval_s",
             "task_result_wait_s",
             "task_lease_s",
-        ):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive")
-        if not self.state_keys:
-            raise ConfigError("at least one state key is needed")
-        if self.legacy_store != "memory" and not self.legacy_store.startswith(
-            ("redis://", "rediss://", "unix://")
-        ):
-            raise ConfigError(
-                f"legacy_store must be 'memory' or a redis:// URL, not {self.legacy_store!r}"
-            )
-        for name in (
             "legacy_answer_timeout_s",
             "legacy_keepalive_interval_s",
             "legacy_session_ttl_s",
@@ -188,3 +174,5 @@ class ServerConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
+        if not self.state_keys:
+            raise ConfigError("at least one state key is needed")

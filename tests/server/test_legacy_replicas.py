@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -23,6 +22,7 @@ from server.client import McpError
 from server.legacy_client import LegacyClient
 from server.process import ServerProcess, free_port, wait_until_healthy
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env, user_answers
+from tests.server.probes import health, holds_nothing, metric, wait_for
 
 pytestmark = pytest.mark.system
 
@@ -173,32 +173,12 @@ def haproxy(tmp_path: Path) -> Iterator[Callable[..., str]]:
             stop_process(process)
 
 
-def metric(replica: ServerProcess, line_start: str) -> float:
-    """The value of the first /metrics sample whose line starts with `line_start`."""
-    for line in httpx.get(f"{replica.base_url}/metrics", timeout=5.0).text.splitlines():
-        if line.startswith(line_start):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
-def health(replica: ServerProcess) -> dict[str, Any]:
-    return httpx.get(f"{replica.base_url}/healthz", timeout=5.0).json()
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met in time")
-        time.sleep(0.02)
-
-
 def test_answer_on_other_replica_completes_with_redis_store(
     redis_pair: tuple[ServerProcess, ServerProcess],
 ) -> None:
     a, b = redis_pair
     relayed = 'legacy_answers_total{outcome="relayed"}'
-    before = metric(b, relayed)
+    before = metric(b.base_url, relayed)
     with LegacyClient(a.url, answer_url=b.url, handlers=user_answers()) as client:
         done = client.call_tool("get_weather", {"location": "Lisbon"})
         # The session lives in Redis, so the other replica knows it too.
@@ -206,8 +186,8 @@ def test_answer_on_other_replica_completes_with_redis_store(
         on_b = httpx.post(b.url, json=ping, headers=client.session.headers())
         assert on_b.json()["result"] == {}
     assert done.text.startswith("Weather in Lisbon for octocat:")
-    assert metric(b, relayed) == before + 1
-    assert health(a)["waiting_calls"] == 0 and health(a)["open_sessions"] == 0
+    assert metric(b.base_url, relayed) == before + 1
+    assert holds_nothing(a.base_url) and health(a.base_url)["open_sessions"] == 0
 
 
 def test_answer_on_other_replica_is_an_honest_error_with_memory_store(
@@ -215,7 +195,7 @@ def test_answer_on_other_replica_is_an_honest_error_with_memory_store(
 ) -> None:
     a, b = memory_pair
     unknown = 'legacy_answers_total{outcome="unknown_session"}'
-    before = metric(b, unknown)
+    before = metric(b.base_url, unknown)
     client = LegacyClient(a.url, answer_url=b.url, handlers=user_answers())
     with client, pytest.raises(McpError) as refused:
         client.call_tool("get_weather", {"location": "Lisbon"})
@@ -223,9 +203,9 @@ def test_answer_on_other_replica_is_an_honest_error_with_memory_store(
     assert refused.value.message == (
         f"Session not found on replica {b.replica_id} (legacy store: memory)"
     )
-    assert metric(b, unknown) == before + 1
+    assert metric(b.base_url, unknown) == before + 1
     # The caller hung up; the replica holding the call lets it go.
-    wait_for(lambda: health(a)["open_streams"] == 0 and health(a)["waiting_calls"] == 0)
+    wait_for(lambda: holds_nothing(a.base_url))
 
 
 def test_cookie_sticky_balancer_completes_with_memory_store(
@@ -233,7 +213,7 @@ def test_cookie_sticky_balancer_completes_with_memory_store(
 ) -> None:
     a, b = memory_pair
     local = 'legacy_answers_total{outcome="local"}'
-    before = [metric(r, local) for r in (a, b)]
+    before = [metric(r.base_url, local) for r in (a, b)]
     url = haproxy([a, b], sticky=True)
     texts = []
     for city in ("Oslo", "Rome", "Bern", "Nice"):
@@ -245,7 +225,10 @@ def test_cookie_sticky_balancer_completes_with_memory_store(
             texts.append(client.call_tool("get_weather", {"location": city}).text)
             assert http.cookies.get("SERVERID") in ("s1", "s2")
     assert all(t.startswith("Weather in") for t in texts)
-    assert [metric(r, local) - n for r, n in zip((a, b), before, strict=True)] == [2.0, 2.0]
+    assert [metric(r.base_url, local) - n for r, n in zip((a, b), before, strict=True)] == [
+        2.0,
+        2.0,
+    ]
 
 
 def test_round_robin_balancer_loses_answers_with_memory_store(
@@ -263,12 +246,12 @@ def test_round_robin_balancer_completes_with_redis_store(
 ) -> None:
     replicas = redis_pair
     answers = ['legacy_answers_total{outcome="relayed"}', 'legacy_answers_total{outcome="local"}']
-    before = sum(metric(r, name) for r in replicas for name in answers)
+    before = sum(metric(r.base_url, name) for r in replicas for name in answers)
     url = haproxy(list(replicas), sticky=False)
     with LegacyClient(url, handlers=user_answers()) as client:
         texts = [client.call_tool("get_weather", {"location": c}).text for c in ("Oslo", "Rome")]
     assert all(t.startswith("Weather in") for t in texts)
-    assert sum(metric(r, name) for r in replicas for name in answers) == before + 2
+    assert sum(metric(r.base_url, name) for r in replicas for name in answers) == before + 2
 
 
 def test_killing_redis_mid_call_is_an_error_not_a_hang() -> None:
@@ -302,6 +285,6 @@ def test_killing_redis_mid_call_is_an_error_not_a_hang() -> None:
         # New sessions fail fast and clearly while the store is down.
         _, initialize = client.session.initialize_request()
         assert http.post(a.url, json=initialize).status_code == 503
-        assert metric(b, 'legacy_answers_total{outcome="store_error"}') == 1.0
-        assert metric(b, "legacy_store_errors_total") >= 1.0
-        wait_for(lambda: health(a)["waiting_calls"] == 0 and health(a)["open_streams"] == 0)
+        assert metric(b.base_url, 'legacy_answers_total{outcome="store_error"}') == 1.0
+        assert metric(b.base_url, "legacy_store_errors_total") >= 1.0
+        wait_for(lambda: holds_nothing(a.base_url))

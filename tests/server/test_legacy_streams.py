@@ -24,6 +24,7 @@ from server.client import Handlers, McpError, accept
 from server.legacy_client import AsyncLegacyClient, LegacyClient, LegacyExchange
 from server.process import ServerProcess, free_port, wait_until_healthy
 from tests.server.conftest import make_config, user_answers
+from tests.server.probes import health, holds_nothing, metric, wait_for
 
 
 @contextmanager
@@ -54,26 +55,6 @@ def live_replica(**config: Any) -> Iterator[str]:
 def replica() -> Iterator[str]:
     with live_replica() as base:
         yield base
-
-
-def health(base: str) -> dict[str, Any]:
-    return httpx.get(f"{base}/healthz", timeout=5.0).json()
-
-
-def metric(base: str, line_start: str) -> float:
-    """The value of the first /metrics sample whose line starts with `line_start`."""
-    for line in httpx.get(f"{base}/metrics", timeout=5.0).text.splitlines():
-        if line.startswith(line_start):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
-def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met in time")
-        time.sleep(0.02)
 
 
 def test_get_weather_asks_on_the_stream_and_completes(replica: str) -> None:
@@ -126,6 +107,16 @@ def test_an_answer_that_does_not_fit_is_asked_again(replica: str) -> None:
     first, second = done.server_requests
     assert first["id"] != second["id"] and first["params"] == second["params"]
     assert "second-try" in done.text
+
+
+def test_roots_are_asked_on_the_stream_too() -> None:
+    with (
+        live_replica(conformance=True) as base,
+        LegacyClient(f"{base}/mcp", handlers=user_answers()) as client,
+    ):
+        done = client.call_tool("test_input_required_result_list_roots")
+    assert [r["method"] for r in done.server_requests] == ["roots/list"]
+    assert done.text == "Roots: file:///work"
 
 
 def test_the_async_client_completes_get_weather(replica: str) -> None:
@@ -189,10 +180,8 @@ def test_an_unanswered_call_times_out_ends_its_stream_and_frees_its_memory() -> 
         (asked,) = exchange.server_requests
         cancelled = [m for m in exchange.events if m.get("method") == "notifications/cancelled"]
         assert cancelled[0]["params"]["requestId"] == asked["id"]
-        wait_for(lambda: health(base)["open_streams"] == 0)
-        after = health(base)
-        assert after["waiting_calls"] == 0 and after["waiting_memory_bytes"] == 0
-        assert after["in_flight"] == 0
+        wait_for(lambda: holds_nothing(base))
+        assert health(base)["in_flight"] == 0
         assert metric(base, "legacy_answer_timeouts_total") == 1.0
         # The answer, if it comes now, finds nobody waiting: an honest error, counted.
         late = http.post(
@@ -231,9 +220,7 @@ def test_a_client_that_hangs_up_abandons_its_call_and_frees_its_memory(replica: 
         _, (stream, _) = open_held_call(client, http, {"location": "Paris"})
         assert health(replica)["waiting_calls"] == 1
         stream.__exit__(None, None, None)
-        wait_for(lambda: health(replica)["open_streams"] == 0)
-        assert health(replica)["waiting_calls"] == 0
-        assert health(replica)["waiting_memory_bytes"] == 0
+        wait_for(lambda: holds_nothing(replica))
 
 
 def test_deleting_the_session_ends_its_held_calls(replica: str) -> None:
@@ -248,7 +235,7 @@ def test_deleting_the_session_ends_its_held_calls(replica: str) -> None:
                     exchange.feed_line(line)
         finally:
             stream.__exit__(None, None, None)
-        wait_for(lambda: health(replica)["waiting_calls"] == 0)
+        wait_for(lambda: holds_nothing(replica))
 
 
 def test_the_memory_estimate_is_of_the_order_of_the_measured_working_set() -> None:
