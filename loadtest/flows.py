@@ -9,21 +9,24 @@ reacts to faults the way each architecture's real client does:
 - Legacy SSE: a cut stream loses the call; the client starts it again from scratch and the
   user answers every question again (re-prompts).
 
-Flows are written against a tiny `Post` function so they run the same on Locust's fast HTTP
-client, on httpx in tests, or anywhere else.
+Flows are written against a tiny HTTP interface (`Post`, and `LegacyHttp` for streams) so
+they run the same on Locust's fast HTTP client, on httpx in tests, or anywhere else.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from server.client import Exchange, McpError
 from server.demo import crunch_start, crunch_units
+from server.legacy_client import SESSION_HEADER, LegacySession
 
 #: HTTP statuses a balancer returns when a replica is gone or busy: retry elsewhere.
 RETRYABLE_STATUS = {0, 502, 503, 504}
@@ -36,9 +39,37 @@ class HttpReply:
     status: int
     served_by: str | None
     body: dict[str, Any] | None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 Post = Callable[[dict[str, str], dict[str, Any]], HttpReply]
+
+
+@dataclass
+class StreamReply:
+    """A POST whose answer may be an SSE stream: read `lines()` while it is open."""
+
+    status: int
+    served_by: str | None
+    is_stream: bool
+    body: dict[str, Any] | None
+    lines: Callable[[], Iterator[str]]
+
+
+class LegacyHttp(Protocol):
+    """What a legacy flow needs from an HTTP client (cookies kept, for sticky balancers)."""
+
+    def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply: ...
+
+    def stream(
+        self, headers: dict[str, str], body: dict[str, Any]
+    ) -> AbstractContextManager[StreamReply]: ...
+
+
+class StreamCut(Exception):
+    """The call's stream or session is gone (replica stopped, crashed or restarted)."""
+
+
 Sleep = Callable[[float], None]
 
 
@@ -186,6 +217,148 @@ def run_mrtr_flow(
     return record
 
 
+def question_key(request: dict[str, Any]) -> str:
+    """What identifies a legacy question to the user: its method and what it says."""
+    params = request.get("params") or {}
+    if request.get("method") == "elicitation/create":
+        return str(params.get("message", ""))
+    if request.get("method") == "sampling/createMessage":
+        messages = params.get("messages") or [{}]
+        return "sample: " + str((messages[0].get("content") or {}).get("text", ""))
+    return str(request.get("method"))
+
+
+@dataclass
+class SessionHolder:
+    """A user's legacy session, kept across calls and reopened when its replica is gone."""
+
+    capabilities: dict[str, Any] = field(
+        default_factory=lambda: {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+    )
+    session: LegacySession | None = None
+
+    def open(self, http: LegacyHttp) -> LegacySession:
+        if self.session is not None:
+            return self.session
+        session = LegacySession(self.capabilities)
+        headers, body = session.initialize_request()
+        reply = http.post(headers, body)
+        if reply.status in RETRYABLE_STATUS or reply.body is None:
+            raise StreamCut(f"initialize failed with HTTP {reply.status}")
+        session_id = reply.headers.get(SESSION_HEADER.lower())
+        session.opened(reply.status, {SESSION_HEADER: session_id}, reply.body)
+        if not session.session_id:
+            raise McpError(-32603, f"initialize gave no {SESSION_HEADER}")
+        http.post(*session.initialized_notification())
+        self.session = session
+        return session
+
+
+def run_legacy_flow(
+    http: LegacyHttp,
+    holder: SessionHolder,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    arch: str,
+    think: ThinkTime,
+    rng: random.Random,
+    max_retries: int = 8,
+    sleep: Sleep = time.sleep,
+) -> CallRecord:
+    """One legacy tool call: held on an SSE stream; a cut call starts again and re-asks."""
+    record = CallRecord(tool=tool, arch=arch, started=time.time())
+    answered: set[str] = set()
+    thinking = [0.0]
+    t0 = time.perf_counter()
+    for attempt in range(max_retries + 1):
+        if attempt:
+            record.retries += 1
+            sleep(min(0.05 * 2**attempt, 0.5))
+        try:
+            session = holder.open(http)
+            exchange = session.exchange("tools/call", {"name": tool, "arguments": arguments})
+            _drive_legacy(http, exchange, record, answered, think, rng, sleep, thinking)
+            record.rounds = len(exchange.rounds)
+            if record.outcome == "completed":
+                _check_result(record, exchange.result or {}, arguments)
+            break
+        except StreamCut as cut:
+            holder.session = None  # its replica may be gone; open a new one
+            record.error = str(cut)
+        except McpError as error:
+            record.outcome, record.error = "failed", f"{error.code}: {error.message}"
+            break
+    else:
+        record.outcome = "lost"
+    if record.outcome == "completed":
+        record.error = ""
+    record.ended = time.time()
+    record.latency_ms = max(0.0, (time.perf_counter() - t0 - thinking[0]) * 1000)
+    return record
+
+
+def _drive_legacy(
+    http: LegacyHttp,
+    exchange: Any,
+    record: CallRecord,
+    answered: set[str],
+    think: ThinkTime,
+    rng: random.Random,
+    sleep: Sleep,
+    thinking: list[float],
+) -> None:
+    headers, body = exchange.next_request()
+    with http.stream(headers, body) as reply:
+        if reply.status in RETRYABLE_STATUS or reply.status == 404:
+            raise StreamCut(f"tools/call got HTTP {reply.status}")
+        if reply.served_by:
+            record.served_by.append(reply.served_by)
+        if not reply.is_stream:
+            exchange.take_json(reply.status, reply.body)
+            return
+        try:
+            for line in reply.lines():
+                request = exchange.feed_line(line)
+                if request is not None:
+                    _answer_on_stream(
+                        http, exchange, request, record, answered, think, rng, sleep, thinking
+                    )
+                if exchange.done:
+                    return
+        except (OSError, ConnectionError) as exc:
+            raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
+    raise StreamCut("the stream ended without a result")
+
+
+def _answer_on_stream(
+    http: LegacyHttp,
+    exchange: Any,
+    request: dict[str, Any],
+    record: CallRecord,
+    answered: set[str],
+    think: ThinkTime,
+    rng: random.Random,
+    sleep: Sleep,
+    thinking: list[float],
+) -> None:
+    key = question_key(request)
+    record.questions.append([key])
+    record.re_prompts += key in answered
+    answered.add(key)
+    pause = think.draw()
+    thinking[0] += pause
+    sleep(pause)
+    headers, body = exchange.answer_request(request, answer_for(request, rng))
+    reply = http.post(headers, body)
+    if reply.status != 202:
+        # No call waits for this answer any more (its replica stopped or crashed, or the
+        # answer reached a replica that cannot route it): the call is gone, start again.
+        error = (reply.body or {}).get("error") or {}
+        raise StreamCut(f"answer refused with HTTP {reply.status} {error.get('message', '')}")
+    exchange.answered(body, reply.status, reply.body, 0.0)
+
+
 def _check_result(record: CallRecord, result: dict[str, Any], arguments: dict[str, Any]) -> None:
     if result.get("isError"):
         record.outcome, record.error = "failed", "tool returned isError"
@@ -199,6 +372,44 @@ def _check_result(record: CallRecord, result: dict[str, Any], arguments: dict[st
         record.detail = {"linked": sorted(structured.get("linked", {}))}
 
 
+class HttpxLegacy:
+    """`LegacyHttp` on an httpx client (tests, notebooks)."""
+
+    def __init__(self, client: Any, url: str) -> None:
+        self.post = httpx_post(client, url)
+        self.client = client
+        self.url = url
+
+    @contextlib.contextmanager
+    def stream(self, headers: dict[str, str], body: dict[str, Any]) -> Iterator[StreamReply]:
+        import httpx
+
+        try:
+            with self.client.stream("POST", self.url, json=body, headers=headers) as response:
+                is_stream = response.headers.get("content-type", "").startswith("text/event-stream")
+                parsed = None
+                if not is_stream:
+                    response.read()
+                    parsed = _json_or_none(response.text)
+                yield StreamReply(
+                    response.status_code,
+                    response.headers.get("x-served-by"),
+                    is_stream,
+                    parsed,
+                    response.iter_lines,
+                )
+        except httpx.TransportError as exc:
+            raise StreamCut(f"connection failed: {type(exc).__name__}") from exc
+
+
+def _json_or_none(text: str) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
 def httpx_post(client: Any, url: str) -> Post:
     """A `Post` on an httpx client (tests, notebooks); connection failures become status 0."""
     import httpx
@@ -208,10 +419,11 @@ def httpx_post(client: Any, url: str) -> Post:
             response = client.post(url, json=body, headers=headers)
         except httpx.TransportError:
             return HttpReply(0, None, None)
-        try:
-            parsed = response.json()
-        except ValueError:
-            parsed = None
-        return HttpReply(response.status_code, response.headers.get("x-served-by"), parsed)
+        return HttpReply(
+            response.status_code,
+            response.headers.get("x-served-by"),
+            _json_or_none(response.text),
+            {k.lower(): v for k, v in response.headers.items()},
+        )
 
     return post

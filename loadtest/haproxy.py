@@ -62,6 +62,7 @@ defaults
     timeout http-keep-alive 10s
     timeout queue 5s
     option redispatch
+    option http-no-delay
     retries 2
     # Only requests that never reached a replica are retried here; a request cut by a
     # crash comes back to the client as a 502, and the client decides (MRTR: send the

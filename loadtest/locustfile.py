@@ -11,17 +11,29 @@ in Locust's distributed mode (`--master` / `--worker`): each worker appends to t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import gevent
 from locust import FastHttpUser, constant, events, task
 
 from loadtest.config import LoadTestConfig
-from loadtest.flows import CallRecord, HttpReply, ThinkTime, run_mrtr_flow, tool_arguments
+from loadtest.flows import (
+    CallRecord,
+    HttpReply,
+    SessionHolder,
+    StreamCut,
+    StreamReply,
+    ThinkTime,
+    run_legacy_flow,
+    run_mrtr_flow,
+    tool_arguments,
+)
 
 CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
 CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
@@ -56,20 +68,54 @@ class FlowUser(FastHttpUser):
 
     def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
         """One POST on Locust's fast client; JSON-RPC errors count as Locust failures."""
-        name = f"{body['method']} {body['params'].get('name', '')}".strip()
         with self.client.post(
-            self.path, data=json.dumps(body), headers=headers, name=name, catch_response=True
+            self.path,
+            data=json.dumps(body),
+            headers=headers,
+            name=request_name(body),
+            catch_response=True,
         ) as response:
-            try:
-                parsed = response.json() if response.text else None
-            except ValueError:
-                parsed = None
-            if parsed is not None and "error" in parsed:
-                response.failure(f"JSON-RPC {parsed['error'].get('code')}")
-            elif response.status_code >= 400 or response.status_code == 0:
-                response.failure(f"HTTP {response.status_code}")
-            served_by = response.headers.get("x-served-by") if response.headers else None
-            return HttpReply(response.status_code or 0, served_by, parsed)
+            parsed = json_body(response.text)
+            judge(response, parsed)
+            return HttpReply(
+                response.status_code or 0,
+                header(response, "x-served-by"),
+                parsed,
+                {k.lower(): v for k, v in (response.headers or {}).items()},
+            )
+
+    @contextlib.contextmanager
+    def stream(self, headers: dict[str, str], body: dict[str, Any]) -> Iterator[StreamReply]:
+        """A POST whose answer may be an SSE stream, read line by line as it arrives."""
+        with self.client.post(
+            self.path,
+            data=json.dumps(body),
+            headers=headers,
+            name=request_name(body),
+            stream=True,
+            catch_response=True,
+        ) as response:
+            is_stream = (header(response, "content-type") or "").startswith("text/event-stream")
+            parsed = None if is_stream else json_body(response.text)
+            judge(response, parsed)
+
+            def lines() -> Iterator[str]:
+                raw = getattr(response, "_response", None)
+                if raw is None:
+                    raise StreamCut("no stream to read")
+                try:
+                    while line := raw.readline(b"\n"):
+                        yield line.decode().rstrip("\n")
+                except Exception as exc:  # the socket closed under us: a cut stream
+                    raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
+
+            yield StreamReply(
+                response.status_code or 0,
+                header(response, "x-served-by"),
+                is_stream,
+                parsed,
+                lines,
+            )
 
     def report(self, record: CallRecord) -> None:
         events.request.fire(
@@ -83,6 +129,32 @@ class FlowUser(FastHttpUser):
         if CALLS_FILE:
             with open(CALLS_FILE, "a") as log:
                 log.write(record.to_json() + "\n")
+
+
+def request_name(body: dict[str, Any]) -> str:
+    """How Locust groups a request in its statistics."""
+    params = body.get("params") or {}
+    return f"{body.get('method', 'answer')} {params.get('name', '')}".strip()
+
+
+def json_body(text: str | None) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def header(response: Any, name: str) -> str | None:
+    return response.headers.get(name) if response.headers else None
+
+
+def judge(response: Any, parsed: dict[str, Any] | None) -> None:
+    """Mark JSON-RPC errors and HTTP failures as Locust failures."""
+    if parsed is not None and "error" in parsed:
+        response.failure(f"JSON-RPC {parsed['error'].get('code')}")
+    elif not response.status_code or response.status_code >= 400:
+        response.failure(f"HTTP {response.status_code}")
 
 
 class MrtrUser(FlowUser):
@@ -103,3 +175,42 @@ class MrtrUser(FlowUser):
             sleep=gevent.sleep,
         )
         self.report(record)
+
+
+class LegacyUser(FlowUser):
+    """Legacy SSE (2025-11-25): one session per user; a call is held on a stream while the
+    user thinks, and a cut call is started again from scratch."""
+
+    abstract = True
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.holder = SessionHolder()
+
+    @task
+    def call_a_tool(self) -> None:
+        tool = self.pick_tool()
+        record = run_legacy_flow(
+            self,
+            self.holder,
+            tool,
+            tool_arguments(tool, self.rng, CONFIG.crunch_units),
+            arch=self.arch,
+            think=self.think,
+            rng=self.rng,
+            max_retries=CONFIG.max_retries,
+            sleep=gevent.sleep,
+        )
+        self.report(record)
+
+
+class StickyUser(LegacyUser):
+    """Legacy SSE behind a cookie-sticky balancer: answers reach the replica holding the call."""
+
+    arch = "sticky"
+
+
+class SseStoreUser(LegacyUser):
+    """Legacy SSE behind round-robin: answers travel to the holding replica through Redis."""
+
+    arch = "sse-store"

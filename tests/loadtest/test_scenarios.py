@@ -116,3 +116,45 @@ def test_a_killed_mrtr_replica_costs_no_call_the_round_is_sent_again() -> None:
     assert record.outcome == "completed", record.error
     assert record.retries >= 1
     assert record.detail["replicas"][-1] != victim
+
+
+def test_rolling_upgrade_under_sticky_routing_with_a_short_drain_reprompts_users() -> None:
+    """Drain timeout (0.5 s) shorter than think time (median 1.5 s): held calls are cut."""
+    config = LoadTestConfig(
+        arch="sticky",
+        scenario="rolling-upgrade",
+        replicas=3,
+        users=10,
+        duration_s=12,
+        fault_at_s=2,
+        think_time_median_s=1.5,
+        drain_timeout_s=0.5,
+    )
+    s = run_scenario(config, progress=quiet)
+    assert s["versions_after"] == {"r1": 2, "r2": 2, "r3": 2}
+    cut = [f for f in s["faults"] if f["event"] == "stop" and f["still_held"] > 0]
+    assert cut, "no replica was stopped while holding calls"
+    assert s["re_prompts"] + s["lost"] > 0
+    assert s["retries"] > 0
+    assert s["re_prompts"] == sum(c["re_prompts"] for c in s["calls"])
+
+
+def test_a_killed_sticky_replica_loses_the_calls_it_held() -> None:
+    config = LoadTestConfig(
+        arch="sticky",
+        scenario="crash",
+        replicas=2,
+        users=10,
+        duration_s=10,
+        fault_at_s=3,
+        think_time_median_s=1.0,
+        restart_delay_s=1.0,
+    )
+    s = run_scenario(config, progress=quiet)
+    restarted = [c for c in s["calls"] if c["retries"] > 0]
+    assert restarted, "no held call was cut by the crash"
+    assert s["re_prompts"] > 0
+    assert [f["event"] for f in s["faults"] if f["event"] in ("crash", "restarted")] == [
+        "crash",
+        "restarted",
+    ]
