@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
@@ -107,16 +107,17 @@ class McpServer:
 
     async def post(self, request: Request) -> Response:
         """Serve one JSON-RPC message POSTed to /mcp."""
-        if self.config.loopback_only and not transport.is_local_request(request):
+        headers = transport.request_headers(request)
+        if self.config.loopback_only and not transport.is_local_request(headers):
             error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
             return transport.error_response(None, error)
         try:
-            body = await transport.read_body(request, self.config.max_body_bytes)
+            body = await transport.read_body(request, headers, self.config.max_body_bytes)
         except transport.BodyTooLarge:
             error = RpcError(jsonrpc.INVALID_REQUEST, "Request body too large", http_status=413)
             return transport.error_response(None, error)
         try:
-            principal = self.authenticator.principal(request.headers.get("authorization"))
+            principal = self.authenticator.principal(headers.get("authorization"))
         except AuthError as exc:
             error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
             response = transport.error_response(None, error)
@@ -125,20 +126,20 @@ class McpServer:
         payload: Any = None
         try:
             payload = jsonrpc.decode(body)
-            if is_legacy_request(request, payload):
+            if is_legacy_request(headers, payload):
                 return await self.legacy.post(request, payload, principal)
             message = jsonrpc.parse_message(payload)
             if not isinstance(message, Message) or message.is_notification:
                 # Notifications and stray responses need no answer in a stateless server.
-                self.metrics.requests.labels("notification", "accepted").inc()
+                self.metrics.count_request("notification", "accepted")
                 return Response(status_code=202)
-            capabilities = self._check_version(request, message)
+            capabilities = self._check_version(headers, message)
             method = self.methods.table.get(message.method)
             if method is None:
                 raise RpcError(
                     METHOD_NOT_FOUND, f"Method not found: {message.method}", http_status=404
                 )
-            call = Call(message, principal, capabilities, request.headers)
+            call = Call(message, principal, capabilities, headers)
             meta = message.params["_meta"]
             call.progress_token = meta.get("progressToken")
             call.log_level = meta.get(transport.META_LOG_LEVEL)
@@ -152,16 +153,16 @@ class McpServer:
             method_name = payload.get("method") if isinstance(payload, dict) else None
             known = isinstance(method_name, str) and method_name in self.methods.table
             label = method_name if known else "other"
-            self.metrics.requests.labels(label, "error").inc()
+            self.metrics.count_request(label, "error")
             return transport.error_response(jsonrpc.request_id_of(payload), error)
 
-    def _check_version(self, request: Request, message: Message) -> dict[str, Any]:
-        version = transport.header(request, "mcp-protocol-version")
+    def _check_version(self, headers: Mapping[str, str], message: Message) -> dict[str, Any]:
+        version = transport.header(headers, "mcp-protocol-version")
         if version is None:
             raise RpcError(
                 jsonrpc.HEADER_MISMATCH, "Missing MCP-Protocol-Version header", http_status=400
             )
-        return transport.check_modern_request(request, message, SUPPORTED_VERSIONS)
+        return transport.check_modern_request(headers, message, SUPPORTED_VERSIONS)
 
     async def _serve(self, call: Call, method: Any) -> dict[str, Any]:
         """Run one method and count it; the JSON-RPC response (result or error)."""
@@ -173,12 +174,12 @@ class McpServer:
             raise
         except Exception:
             log.exception("internal error in %s", call.message.method)
-            self.metrics.requests.labels(call.message.method, "error").inc()
+            self.metrics.count_request(call.message.method, "error")
             error = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
             raise error from None
         finally:
             self.in_flight -= 1
-        self.metrics.requests.labels(call.message.method, result["resultType"]).inc()
+        self.metrics.count_request(call.message.method, result["resultType"])
         return jsonrpc.result_response(rid, result)
 
     async def _stream(self, call: Call, method: Any) -> AsyncIterator[bytes]:
@@ -238,11 +239,12 @@ class McpServer:
         """DELETE /mcp ends a legacy session; without one (or under 2026-07-28) it is 405."""
         if not ends_legacy_session(request):
             return await self.not_allowed(request)
-        if self.config.loopback_only and not transport.is_local_request(request):
+        headers = transport.request_headers(request)
+        if self.config.loopback_only and not transport.is_local_request(headers):
             error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
             return transport.error_response(None, error)
         try:
-            principal = self.authenticator.principal(request.headers.get("authorization"))
+            principal = self.authenticator.principal(headers.get("authorization"))
         except AuthError as exc:
             error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
             return transport.error_response(None, error)

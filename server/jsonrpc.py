@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -75,7 +77,7 @@ class Response:
 def decode(body: bytes) -> Any:
     """Parse a body as JSON, or raise a parse error (-32700)."""
     try:
-        return json.loads(body)
+        return orjson.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RpcError(PARSE_ERROR, "Parse error: body is not valid JSON", http_status=400) from exc
 
@@ -132,4 +134,8 @@ def error_response(rid: RequestId, error: RpcError) -> dict[str, Any]:
 
 def encode(message: dict[str, Any]) -> bytes:
     """Compact UTF-8 JSON for the wire."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        # orjson refuses integers beyond 64 bits, which a client may have sent us.
+        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()

@@ -23,7 +23,7 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,24 +71,24 @@ INSTRUCTIONS = (
 )
 
 
-def is_legacy_request(request: Request, payload: Any) -> bool:
+def is_legacy_request(headers: Mapping[str, str], payload: Any) -> bool:
     """Whether a POST speaks 2025-11-25: by its version header, else by its shape.
 
     Without an `MCP-Protocol-Version` header, an `initialize` or a request carrying a
     session id is legacy; anything else is left to the 2026-07-28 rules (which require the
     header).
     """
-    version = transport.header(request, "mcp-protocol-version")
+    version = transport.header(headers, "mcp-protocol-version")
     if version is not None:
         return version == LEGACY_VERSION
-    if request.headers.get(SESSION_HEADER):
+    if headers.get(SESSION_HEADER):
         return True
     return isinstance(payload, dict) and payload.get("method") == "initialize"
 
 
 def ends_legacy_session(request: Request) -> bool:
     """Whether a DELETE names a legacy session (else it is 405, as under 2026-07-28)."""
-    version = transport.header(request, "mcp-protocol-version")
+    version = transport.header(request.headers, "mcp-protocol-version")
     return bool(request.headers.get(SESSION_HEADER)) and version in (None, LEGACY_VERSION)
 
 
@@ -461,7 +461,7 @@ class LegacyEra:
         )
         await self.store.create_session(session)
         self.metrics.sessions.labels("created").inc()
-        self.server_metrics.requests.labels("initialize", "complete").inc()
+        self.server_metrics.count_request("initialize", "complete")
         result = {
             # The only version this era speaks; a client that wants another disconnects.
             "protocolVersion": LEGACY_VERSION,
@@ -474,7 +474,7 @@ class LegacyEra:
         return response
 
     async def _session(self, request: Request, principal: str) -> Session:
-        session_id = transport.header(request, SESSION_HEADER)
+        session_id = transport.header(request.headers, SESSION_HEADER)
         if not session_id:
             raise RpcError(
                 jsonrpc.INVALID_REQUEST,

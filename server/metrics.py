@@ -6,6 +6,8 @@ separate counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -49,6 +51,19 @@ class ServerMetrics:
             registry=self.registry,
         )
         self._labels = labels
+        self._request_children: dict[tuple[str, str], Any] = {}
+        #: The two kinds of InputRequiredResult, resolved once (the hot path counts them).
+        self.asked_questions = self.input_required.labels("questions")
+        self.offloaded = self.input_required.labels("offload")
+
+    def count_request(self, method: str, outcome: str) -> None:
+        """Count one request by method and outcome (children cached: this is the hot path)."""
+        child = self._request_children.get((method, outcome))
+        if child is None:
+            child = self._request_children[(method, outcome)] = self.requests.labels(
+                method, outcome
+            )
+        child.inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""

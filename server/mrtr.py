@@ -80,7 +80,7 @@ class MrtrRunner:
         try:
             result = await handler(ctx)
         except InputRequired as asked:
-            self.metrics.input_required.labels("questions").inc()
+            self.metrics.asked_questions.inc()
             out: dict[str, Any] = {
                 "resultType": "input_required",
                 "inputRequests": {k: r.to_wire() for k, r in asked.requests.items()},
@@ -92,7 +92,7 @@ class MrtrRunner:
             return out
         except Offload:
             # Shedding moves work, it asks the user nothing: it does not use up input rounds.
-            self.metrics.input_required.labels("offload").inc()
+            self.metrics.offloaded.inc()
             return {
                 "resultType": "input_required",
                 "requestState": self._seal(origin, rounds, channel.to_carry(), ctx.state),

@@ -7,7 +7,7 @@ for: the principal it was minted for, an expiry, and the originating request (me
 tool/prompt/resource name and a digest of its arguments). On receipt every binding is
 checked; any mismatch is a JSON-RPC invalid-params error, never a silent success.
 
-Token format (ASCII, URL-safe): ``<key id>.<base64url(nonce || ciphertext || tag)>``.
+Token format (ASCII): ``<key id>.<base64(nonce || ciphertext || tag)>``.
 The key id selects the key to open with, so replicas can rotate keys during a rolling
 upgrade: the newest key seals, every configured key opens.
 """
@@ -21,9 +21,9 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -34,6 +34,20 @@ NONCE_BYTES = 12
 _AAD_PREFIX = b"mrtr-lab/requestState/v1/"
 
 
+def _dump(document: Any) -> bytes:
+    try:
+        return orjson.dumps(document)
+    except TypeError:  # integers beyond 64 bits
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _load(plaintext: bytes) -> Any:
+    try:
+        return orjson.loads(plaintext)
+    except ValueError:  # integers beyond 64 bits, sealed by the fallback above
+        return json.loads(plaintext)
+
+
 class StateError(Exception):
     """A requestState that failed to open or to match the request; `reason` names why."""
 
@@ -42,8 +56,7 @@ class StateError(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+class Origin(NamedTuple):
     """What a requestState is bound to: who asked, with which method, for what, with what."""
 
     principal: str
@@ -54,12 +67,14 @@ class Origin:
 
 def arguments_digest(arguments: Any) -> str:
     """A short, order-independent digest of a request's salient params (its arguments)."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return base64.urlsafe_b64encode(hashlib.sha256(canonical.encode()).digest()[:16]).decode()
+    try:
+        canonical = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # integers beyond 64 bits
+        canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()[:16]).decode()
 
 
-@dataclass(frozen=True, slots=True)
-class OpenedState:
+class OpenedState(NamedTuple):
     """The contents of a requestState that opened and matched its request."""
 
     key_id: str
@@ -86,6 +101,7 @@ class StateSealer:
             raise ValueError("a StateSealer needs at least one key")
         self._sealing_id = keys[0].key_id
         self._ciphers = {k.key_id: AESGCM(k.key_bytes) for k in keys}
+        self._aad = {k.key_id: _AAD_PREFIX + k.key_id.encode() for k in keys}
         self._ttl_s = ttl_s
         self._clock = clock
 
@@ -113,11 +129,11 @@ class StateSealer:
             "a": answers,
             "s": tool_state,
         }
-        plaintext = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+        plaintext = _dump(document)
         nonce = os.urandom(NONCE_BYTES)
         kid = self._sealing_id
-        sealed = self._ciphers[kid].encrypt(nonce, plaintext, _AAD_PREFIX + kid.encode())
-        return kid + "." + base64.urlsafe_b64encode(nonce + sealed).decode().rstrip("=")
+        sealed = self._ciphers[kid].encrypt(nonce, plaintext, self._aad[kid])
+        return kid + "." + binascii.b2a_base64(nonce + sealed, newline=False).decode("ascii")
 
     def open(self, token: Any, origin: Origin) -> OpenedState:
         """Open a state a client sent back and check it belongs to this request."""
@@ -130,18 +146,17 @@ class StateSealer:
         if cipher is None:
             raise StateError("unknown_key", "requestState was sealed with an unknown key")
         try:
-            raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            # Strict: lenient decoding would ignore text appended after the padding.
+            raw = binascii.a2b_base64(body, strict_mode=True)
         except (binascii.Error, ValueError) as exc:
-            raise StateError("malformed", "requestState is not valid base64url") from exc
+            raise StateError("malformed", "requestState is not valid base64") from exc
         if len(raw) <= NONCE_BYTES + 16:
             raise StateError("malformed", "requestState is too short")
         try:
-            plaintext = cipher.decrypt(
-                raw[:NONCE_BYTES], raw[NONCE_BYTES:], _AAD_PREFIX + kid.encode()
-            )
+            plaintext = cipher.decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], self._aad[kid])
         except InvalidTag as exc:
             raise StateError("tampered", "requestState failed its integrity check") from exc
-        document = json.loads(plaintext)
+        document = _load(plaintext)
         if document["sub"] != origin.principal:
             raise StateError("wrong_principal", "requestState belongs to another principal")
         if document["exp"] < self._clock():

@@ -46,11 +46,22 @@ class BodyTooLarge(Exception):
     """A request body over the configured limit (HTTP 413)."""
 
 
-async def read_body(request: Request, limit_bytes: int) -> bytes:
+def request_headers(request: Request) -> dict[str, str]:
+    """The request's headers as a plain dict (lowercase names), built once per request.
+
+    Starlette's `Headers` scans its list on every lookup; the request path looks up a
+    handful of headers, so one pass into a dict is cheaper.
+    """
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
+
+
+async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: int) -> bytes:
     """The request body, refusing to buffer more than `limit_bytes`."""
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit_bytes:
-        raise BodyTooLarge()
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit():
+        if int(declared) > limit_bytes:
+            raise BodyTooLarge()
+        return await request.body()  # the server stops reading at Content-Length
     chunks = []
     size = 0
     async for chunk in request.stream():
@@ -61,12 +72,20 @@ async def read_body(request: Request, limit_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def is_local_request(request: Request) -> bool:
+_local_host_values: dict[str, bool] = {}
+
+
+def is_local_request(headers: Mapping[str, str]) -> bool:
     """Whether Host and Origin name this machine (DNS-rebinding protection on loopback)."""
-    host = request.headers.get("host", "")
-    if _hostname(f"//{host}") not in LOCAL_HOSTS:
+    host = headers.get("host", "")
+    local = _local_host_values.get(host)
+    if local is None:
+        if len(_local_host_values) > 1024:
+            _local_host_values.clear()
+        local = _local_host_values[host] = _hostname(f"//{host}") in LOCAL_HOSTS
+    if not local:
         return False
-    origin = request.headers.get("origin")
+    origin = headers.get("origin")
     return origin is None or origin == "null" or _hostname(origin) in LOCAL_HOSTS
 
 
@@ -77,14 +96,14 @@ def _hostname(url: str) -> str:
         return ""
 
 
-def header(request: Request, name: str) -> str | None:
-    """A header value with surrounding whitespace removed (RFC 9110 field parsing)."""
-    value = request.headers.get(name)
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A header value (lowercase `name`) with surrounding whitespace removed (RFC 9110)."""
+    value = headers.get(name)
     return value.strip() if value is not None else None
 
 
 def check_modern_request(
-    request: Request, message: Message, supported_versions: list[str]
+    headers: Mapping[str, str], message: Message, supported_versions: list[str]
 ) -> dict[str, Any]:
     """Apply the 2026-07-28 request rules; returns the client's declared capabilities."""
     meta = message.params.get("_meta")
@@ -101,7 +120,7 @@ def check_modern_request(
             f"Invalid params: _meta is missing {', '.join(missing)}",
             http_status=400,
         )
-    version = header(request, "mcp-protocol-version")
+    version = header(headers, "mcp-protocol-version")
     if version != meta[META_VERSION]:
         raise RpcError(
             HEADER_MISMATCH,
@@ -117,14 +136,14 @@ def check_modern_request(
             "Invalid params: clientCapabilities must be an object",
             http_status=400,
         )
-    if header(request, "mcp-method") != message.method:
+    if header(headers, "mcp-method") != message.method:
         raise RpcError(
             HEADER_MISMATCH, "Mcp-Method header does not match the body's method", http_status=400
         )
     field = NAMED_METHODS.get(message.method)
     if field is not None:
         target = message.params.get(field)
-        if isinstance(target, str) and header(request, "mcp-name") != target:
+        if isinstance(target, str) and header(headers, "mcp-name") != target:
             raise RpcError(
                 HEADER_MISMATCH,
                 f"Mcp-Name header does not match the body's params.{field}",
@@ -156,7 +175,7 @@ def check_param_headers(
     for arg, suffix in header_params.items():
         if arg not in arguments or arguments[arg] is None:
             continue
-        raw = headers.get(f"mcp-param-{suffix}")
+        raw = headers.get(f"mcp-param-{suffix.lower()}")
         if raw is None:
             raise RpcError(
                 HEADER_MISMATCH, f"Mcp-Param-{suffix} header is required", http_status=400
