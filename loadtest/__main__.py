@@ -5,6 +5,7 @@
         --duration 20 --json out.json
     python -m loadtest compare [--scenario rolling-upgrade] [--json out.json]
     python -m loadtest swarm [--replicas 3]       # Locust's web UI against an MRTR cluster
+    python -m loadtest bench [--json out.json]    # lab vs bare Starlette vs the SDK, with wrk
 """
 
 from __future__ import annotations
@@ -116,6 +117,15 @@ def cmd_swarm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from loadtest.bench import print_report, run_bench
+
+    report = run_bench(duration_s=args.duration_s, connections=args.connections, passes=args.passes)
+    _write(report, args.json)
+    print_report(report)
+    return 0
+
+
 def print_table(summaries: list[dict[str, Any]]) -> None:
     """One row per run: outcomes, re-prompts, latency and throughput."""
     header = (
@@ -179,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     swarm.add_argument("--replicas", type=int, default=3)
     swarm.add_argument("--web-port", type=int, default=8089)
     swarm.set_defaults(run=cmd_swarm)
+    bench = sub.add_parser("bench", help="the lab's server side by side with its peers")
+    bench.add_argument("--duration", dest="duration_s", type=float, default=3.0)
+    bench.add_argument("--passes", type=int, default=3, help="interleaved passes (median)")
+    bench.add_argument("--connections", type=int, default=10)
+    bench.add_argument("--json", default=None, help="write the report here")
+    bench.set_defaults(run=cmd_bench)
     return parser
 
 
