@@ -1,0 +1,495 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2. Three ways to wait for a user
+#
+# A deployment that runs an MCP server on several replicas has three ways to serve a tool
+# call that asks the user something:
+#
+# - **SSE + shared store** (2025-11-25): the replica that got the call holds it open on an
+#   SSE stream; the user's answer lands on any replica and crosses a shared store (Redis)
+#   to reach it.
+# - **Sticky load balancer** (2025-11-25): a cookie makes the load balancer send the answer
+#   to the replica holding the call. No store, but the call is tied to one replica.
+# - **MRTR** (2026-07-28): every round is an independent request; the call's state travels
+#   with the client in `requestState`. Nothing is held.
+#
+# This notebook puts them side by side in the lab's simulation (`labsim`), on the same
+# calls: the same arrival times, tools, CPU and think times for each.
+#
+# **What you will learn**
+#
+# 1. How each architecture carries a call across a question (sequence diagrams).
+# 2. What each one holds while a user thinks: memory, open streams, store traffic. And
+#    why that is arrival rate times think time (Little's law).
+# 3. Latency and cost per million calls at one load, with confidence intervals.
+# 4. How that changes as the load grows, and which limit each one meets first.
+# 5. How to play with replicas, think time, store latency and prices yourself (sliders).
+
+# %% tags=["parameters"]
+import os
+
+# The tests set QUICK=1 to run a shorter version of the notebook.
+QUICK = os.environ.get("QUICK") == "1"
+REPLICAS = 4
+ARRIVAL_RATE_PER_S = 8.0  # tool calls per second, Poisson
+THINK_MEDIAN_S = 10.0  # median time a user takes to answer (lognormal)
+REPLICATIONS = 2 if QUICK else 5  # independent seeded runs per architecture
+LOAD_SWEEP_PER_S = [1, 4, 16, 64] if QUICK else [1, 2, 4, 8, 16, 32, 64]
+SEED = 7
+
+# %%
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import tables
+from IPython.display import display
+
+import labsim
+from labsim import ARCHITECTURES, plots
+from labsim.cost import replica_hour_usd
+
+# %% [markdown]
+# ## 1. The three architectures as sequence diagrams
+#
+# A tool that asks one question. Read each diagram for *what waits, and where*, between
+# the question and the answer.
+#
+# **SSE + shared store.** Replica A holds the call; the answer reaches B; Redis carries it
+# to A.
+#
+# ```mermaid
+# sequenceDiagram
+#     participant C as Client
+#     participant LB as Load balancer
+#     participant A as Replica A
+#     participant B as Replica B
+#     participant R as Redis
+#     C->>LB: POST tools/call
+#     LB->>A: round-robin
+#     A->>R: SUBSCRIBE answers of this call
+#     A-->>C: SSE stream: elicitation/create
+#     Note over A: holds coroutine + memory + stream while the user thinks
+#     C->>LB: POST the answer
+#     LB->>B: round-robin
+#     B->>R: PUBLISH the answer
+#     R-->>A: the answer
+#     A-->>C: SSE stream: the result, stream closes
+# ```
+#
+# **Sticky load balancer.** The cookie brings the answer back to A; no store.
+#
+# ```mermaid
+# sequenceDiagram
+#     participant C as Client
+#     participant LB as Load balancer (cookie)
+#     participant A as Replica A
+#     C->>LB: POST tools/call
+#     LB->>A: round-robin, sets cookie SERVERID=A
+#     A-->>C: SSE stream: elicitation/create
+#     Note over A: holds coroutine + memory + stream while the user thinks
+#     C->>LB: POST the answer (cookie A)
+#     LB->>A: pinned to A, even while A drains
+#     A-->>C: SSE stream: the result, stream closes
+# ```
+#
+# **MRTR.** Each round ends; the state is sealed into the response; any replica continues.
+#
+# ```mermaid
+# sequenceDiagram
+#     participant C as Client
+#     participant LB as Load balancer
+#     participant A as Replica A
+#     participant B as Replica B
+#     C->>LB: POST tools/call
+#     LB->>A: round-robin
+#     A-->>C: input_required: inputRequests (+ requestState)
+#     Note over A,B: nothing held anywhere while the user thinks
+#     C->>LB: POST tools/call + inputResponses + requestState
+#     LB->>B: round-robin
+#     B-->>C: complete: the result
+# ```
+#
+# The simulation models exactly these differences. The flags each model carries:
+
+# %%
+pd.DataFrame(
+    {
+        tables.label(name): {
+            "pays for a shared store": kind.uses_store,
+            "load balancer pins the call": kind.sticky,
+            "can move half-done work": kind.can_offload,
+        }
+        for name, kind in ARCHITECTURES.items()
+    }
+)
+
+# %% [markdown]
+# ## 2. One run each, on the same calls
+#
+# The deployment: the parameters above, everything else at the lab's documented defaults
+# (`labsim/params.py` says where each comes from). The first minutes are a warm-up (grey in
+# the plots) while held calls build up; statistics count the calls after it.
+
+# %%
+params = labsim.scenarios.build(
+    "steady",
+    replicas=REPLICAS,
+    arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+    think_median_s=THINK_MEDIAN_S,
+)
+runs = {name: labsim.simulate(params, name, seed=SEED) for name in ARCHITECTURES}
+{
+    "simulated time (s)": params.horizon_s,
+    "warm-up (s)": params.warmup_s,
+    "calls measured": runs["mrtr"].summary["calls"],
+    "round CPU, mean (ms)": params.workload.round_cpu.mean_s * 1e3,
+    "memory a held call keeps (KiB)": params.cluster.held_call_bytes / 1024,
+}
+
+# %% [markdown]
+# What each holds while its users think, over time:
+
+# %%
+fig = plots.timeline(list(runs.values()), series=("in_flight_calls", "open_streams", "held_bytes"))
+plt.show()
+
+# %% [markdown]
+# Calls in flight are the same for all three: the same users think for the same time.
+# What differs is where a thinking user's call *lives*. For the two legacy architectures
+# each one is an open SSE stream and a held coroutine on some replica; for MRTR it is a
+# few hundred bytes in the client, so the two lower panels stay at zero.
+#
+# How many streams are open is not a mystery: by **Little's law**, the average number of
+# calls held equals the rate at which calls arrive times the average time each is held.
+
+# %%
+sticky = runs["sticky"]
+window_s = params.horizon_s - params.warmup_s
+measured = sticky.measured_calls()
+arrival_rate = len(measured) / window_s
+mean_held_s = measured["think_s"].mean()
+pd.Series(
+    {
+        "arrival rate (calls/s)": arrival_rate,
+        "mean time a call waits for its user (s)": mean_held_s,
+        "Little's law: rate x time": arrival_rate * mean_held_s,
+        "simulated mean open streams": sticky.summary["mean_open_streams"],
+    },
+    name="sticky load balancer",
+).round(2)
+
+# %% [markdown]
+# The two agree within the noise of a single run (a stream is also open for the moments
+# the server works on its call). So the memory a legacy deployment needs is *arrival rate
+# x think time x memory per held call*. Users who think twice as long double it; MRTR does
+# not care.
+#
+# ## 3. Latency and cost at one load, with confidence intervals
+#
+# One run is one sample. `labsim.compare` repeats the run with independent seeds (the same
+# seeds for each architecture) and reports means with 95% confidence intervals.
+
+# %%
+comparison = labsim.compare(
+    "steady",
+    replications=REPLICATIONS,
+    seed=SEED,
+    processes=2,
+    replicas=REPLICAS,
+    arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+    think_median_s=THINK_MEDIAN_S,
+)
+tables.readable(
+    comparison,
+    [
+        "completed_fraction",
+        "p50_latency_s",
+        "p95_latency_s",
+        "mean_open_streams",
+        "peak_held_bytes",
+        "store_ops",
+        "cost_per_million_calls_usd",
+    ],
+    with_ci=True,
+)
+
+# %% [markdown]
+# Server latency (the user's own thinking taken out) is nearly the same for all three:
+# the server's work dominates, and the store adds a round trip per answer. The latency
+# distributions of the single runs above:
+
+# %%
+fig = plots.latency_cdf(list(runs.values()))
+plt.show()
+
+# %% [markdown]
+# And who pays for what. Replicas are billed whether busy or not; the shared store is
+# billed for its minimum size every hour plus its operations; egress is bytes sent back
+# to clients (MRTR's `requestState` adds a little).
+
+# %%
+fig = plots.cost_bars(comparison, "steady")
+plt.show()
+
+# %%
+one_replica_usd = replica_hour_usd(params)
+print(f"one replica costs {one_replica_usd:.4f} USD per hour at the default prices")
+
+# %% [markdown]
+# At this load the bill is mostly replicas, and the three architectures need the same
+# number of them: the memory held fits easily in each replica. The store is the legacy
+# store architecture's extra, and a large one at a small deployment's scale.
+#
+# ## 4. A sweep of load
+#
+# Now the same deployment with the load growing. Which limit does each meet first? Three
+# candidates: CPU (workers busy), connections (each held call keeps one open; a replica
+# accepts `connection_limit` of them) and memory.
+
+# %%
+sweep = labsim.sweep(
+    "steady",
+    "arrival_rate_per_s",
+    LOAD_SWEEP_PER_S,
+    replications=1,
+    seed=SEED,
+    processes=2,
+    replicas=REPLICAS,
+    think_median_s=THINK_MEDIAN_S,
+)
+tables.readable(
+    sweep,
+    ["utilization", "peak_open_streams", "peak_held_bytes", "p95_latency_s"],
+    by="arrival_rate_per_s",
+).round(2)
+
+# %%
+panels = [
+    ("utilization", "CPU utilization (%)", 0.01),
+    ("peak_open_streams", "peak open streams per replica", REPLICAS),
+    ("peak_held_bytes", "peak memory held (MB)", 1e6),
+    ("p95_latency_s", "p95 server latency (ms)", 1e-3),
+]
+fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
+for ax, (metric, ylabel, divisor) in zip(axes.flat, panels, strict=True):
+    rows = sweep[sweep["metric"] == metric]
+    for name in ARCHITECTURES:
+        line = rows[rows["architecture"] == name]
+        ax.plot(
+            line["arrival_rate_per_s"],
+            line["mean"] / divisor,
+            marker="o",
+            color=plots.COLOURS[name],
+            label=tables.label(name),
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    ax.set_title(ylabel.split(" (")[0])
+axes[0, 1].axhline(
+    params.cluster.connection_limit, color="grey", linestyle="--", label="connection limit"
+)
+axes[0, 0].axhline(100, color="grey", linestyle="--", label="all workers busy")
+for ax in axes.flat:
+    ax.legend(fontsize="small")
+for ax in axes[1]:
+    ax.set_xlabel("arrival rate (calls/s, log scale)")
+fig.suptitle(f"{REPLICAS} replicas under growing load")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# What to notice:
+#
+# - CPU grows the same for all three: the work is the same work.
+# - Open streams and held memory grow in proportion to the load for the legacy
+#   architectures and stay at zero for MRTR. With the default tool (its CPU per round is
+#   in the table of section 2) the workers run out before the connections do; a lighter
+#   tool reaches the connection limit first (exercise 1).
+# - Latency stays flat until the workers saturate, then rises for everyone.
+#
+# ## 5. Your turn: sliders
+#
+# Move a slider and the three architectures are simulated again with your values (a
+# shorter run, about a second). The store's round trip only matters to the store
+# architecture; the price of Redis and of a vCPU decide how much the store and the
+# replicas weigh in the bill.
+
+
+# %%
+def explore(
+    replicas: int = REPLICAS,
+    think_median_s: float = THINK_MEDIAN_S,
+    store_round_trip_ms: float = 0.2,
+    redis_usd_per_gb_hour: float = 0.125,
+    vcpu_usd_per_hour: float = 0.04048,
+) -> None:
+    """Simulate the three architectures with these values and plot the headline numbers."""
+    chosen = labsim.scenarios.build(
+        "steady",
+        replicas=replicas,
+        arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+        think_median_s=think_median_s,
+        round_trip_s=store_round_trip_ms / 1e3,
+        store_gb_hour_usd=redis_usd_per_gb_hour,
+        vcpu_hour_usd=vcpu_usd_per_hour,
+        horizon_s=600.0,
+    )
+    summaries = {name: labsim.simulate(chosen, name, seed=SEED).summary for name in ARCHITECTURES}
+    names = [tables.label(name) for name in summaries]
+    colours = [plots.COLOURS[name] for name in summaries]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    for ax, (metric, ylabel, divisor) in zip(
+        axes,
+        [
+            ("p95_latency_s", "p95 server latency (ms)", 1e-3),
+            ("peak_held_bytes", "peak memory held (MB)", 1e6),
+            ("cost_per_million_calls_usd", "cost per million calls (USD)", 1.0),
+        ],
+        strict=True,
+    ):
+        values = [s[metric] / divisor for s in summaries.values()]
+        ax.bar(names, values, color=colours, label=names)
+        ax.set_ylabel(ylabel)
+        ax.set_title(ylabel.split(" (")[0])
+        ax.tick_params(axis="x", labelrotation=15)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0].legend(fontsize="small")
+    fig.suptitle(
+        f"{replicas} replicas, think median {think_median_s:.0f} s, "
+        f"store round trip {store_round_trip_ms:g} ms"
+    )
+    fig.tight_layout()
+    plt.show()
+
+
+# Each slider runs the simulation when it is released, not while it moves.
+slider = {"continuous_update": False, "style": {"description_width": "initial"}}
+sliders = widgets.interactive(
+    explore,
+    replicas=widgets.IntSlider(value=REPLICAS, min=1, max=16, description="replicas", **slider),
+    think_median_s=widgets.FloatLogSlider(
+        value=THINK_MEDIAN_S, base=10, min=0, max=2.5, description="think median (s)", **slider
+    ),
+    store_round_trip_ms=widgets.FloatLogSlider(
+        value=0.2, base=10, min=-1, max=2, description="store round trip (ms)", **slider
+    ),
+    redis_usd_per_gb_hour=widgets.FloatSlider(
+        value=0.125, min=0.0, max=0.5, step=0.005, description="Redis USD/GB-hour", **slider
+    ),
+    vcpu_usd_per_hour=widgets.FloatSlider(
+        value=0.04048, min=0.01, max=0.1, step=0.001, description="USD/vCPU-hour", **slider
+    ),
+)
+display(sliders)
+
+# %% [markdown]
+# Things to try: a think time of a few minutes (legacy memory grows, MRTR's does not); a
+# store in another region (50 ms); a single replica (the store's fixed price against one
+# replica's).
+#
+# ## Exercises
+#
+# Solutions are in the collapsed cells under each exercise: click the three dots to open
+# one, after you have tried.
+
+# %% [markdown] tags=["exercise"]
+# **Exercise 1.** Most MCP tools are thin: they call an API and return. Run the load
+# sweep again with a tool that needs 5 ms of CPU per round instead of 50 ms (the parameter
+# is `round_cpu=labsim.ServiceTime(mean_s=0.005)`) and arrival rates up to 512 calls/s,
+# with `horizon_s=480` to keep it quick. Which limit does the sticky deployment meet first
+# now, and at roughly what load? What does MRTR meet first?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+thin = labsim.sweep(
+    "steady",
+    "arrival_rate_per_s",
+    [128, 512] if QUICK else [32, 64, 128, 256, 512],
+    replications=1,
+    seed=SEED,
+    processes=2,
+    architectures=("sticky", "mrtr"),
+    replicas=REPLICAS,
+    round_cpu=labsim.ServiceTime(mean_s=0.005),
+    horizon_s=420.0 if QUICK else 480.0,
+)
+print(
+    tables.readable(thin, ["utilization", "peak_open_streams", "failed"], by="arrival_rate_per_s")
+)
+# Peak open streams are for the whole cluster: divide by the replicas to compare with the
+# per-replica connection limit. The sticky deployment runs out of connections (calls
+# fail) while its CPU is still mostly idle; MRTR only meets the CPU limit.
+
+# %% [markdown] tags=["exercise"]
+# **Exercise 2.** Predict, with Little's law and no simulation, the mean number of open
+# SSE streams if users took a median of 60 s instead of 10 s to answer (the think time is
+# lognormal, so its mean is `median * exp(sigma**2 / 2)`; `params.workload.think_sigma`
+# holds sigma, and answers time out after `params.client.answer_timeout_s`). Then simulate
+# it and compare. Why is the simulation lower than your first estimate?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+from scipy import stats
+
+sigma = params.workload.think_sigma
+timeout_s = params.client.answer_timeout_s
+questions_per_call = np.dot(params.workload.tool_mix, [0, 1, 2])
+uncapped_mean_s = 60 * np.exp(sigma**2 / 2)
+think = stats.lognorm(s=sigma, scale=60)
+# E[min(T, timeout)] = integral of the survival function up to the timeout.
+capped_mean_s = np.trapezoid(think.sf(np.linspace(0, timeout_s, 10_001)), dx=timeout_s / 10_000)
+answering = 1 - params.workload.never_answer_fraction
+per_question_s = answering * capped_mean_s + (1 - answering) * timeout_s
+slow = labsim.simulate(params.with_overrides(think_median_s=60.0), "sticky", seed=SEED)
+print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions_per_call * uncapped_mean_s:.0f} streams")
+print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions_per_call * per_question_s:.0f} streams")
+print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
+# The lognormal's long tail is cut by the answer timeout, so the mean hold is shorter than
+# the uncapped mean; users who walk away also do not come back for a second question.
+
+# %% [markdown] tags=["exercise"]
+# **Exercise 3.** At which price of Redis per GB-hour would the store architecture cost
+# the same per million calls as MRTR at this load? Work it out from the comparison table
+# (the store's cost is its hourly price times `params.store.billed_gb` plus operations),
+# then check with the sliders or a simulation.
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+means = comparison.pivot(index="metric", columns="architecture", values="mean")
+per_million = 1e6 / means.loc["calls"]
+cost = means.loc["cost_per_million_calls_usd"]
+gap = cost["sse-store"] - cost["mrtr"]
+print(f"at {params.cost.store_gb_hour_usd} USD/GB-hour the store architecture costs {gap:.2f} USD")
+print("more per million calls than MRTR")
+# The store's bill is hours x billed GB x price, plus its operations. Only the first part
+# moves with the price, in proportion; the rest of the gap (operations, MRTR's extra egress)
+# stays.
+ops_usd = means.loc["store_ops", "sse-store"] * params.cost.store_usd_per_million_ecpu / 1e6
+hourly_per_million = (means.loc["cost_store_usd", "sse-store"] - ops_usd) * per_million["sse-store"]
+break_even = params.cost.store_gb_hour_usd * (1 - gap / hourly_per_million)
+print(f"break-even Redis price: about {break_even:.4f} USD per GB-hour")
+check = labsim.compare(
+    "steady",
+    replications=REPLICATIONS,
+    seed=SEED,
+    processes=2,
+    architectures=("sse-store", "mrtr"),
+    replicas=REPLICAS,
+    arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+    think_median_s=THINK_MEDIAN_S,
+    store_gb_hour_usd=max(break_even, 0.0),
+)
+tables.readable(check, ["cost_per_million_calls_usd"])

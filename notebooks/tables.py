@@ -1,0 +1,80 @@
+"""Readable tables from labsim's tidy results: a row per architecture, a column per metric.
+
+`labsim.compare` and `labsim.sweep` return tidy rows (architecture, metric, mean,
+ci_half_width). A reader wants "p95 latency (ms)" next to "SSE + shared store", so
+`readable` pivots them, scales each metric to the unit its column names, and names rows
+the way the figures' legends do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from labsim.plots import LABELS
+
+#: metric -> (column name with unit, divisor from the summary's unit).
+METRICS: dict[str, tuple[str, float]] = {
+    "calls": ("calls measured", 1.0),
+    "completed_fraction": ("completed (%)", 0.01),
+    "completed": ("completed", 1.0),
+    "failed": ("failed", 1.0),
+    "lost": ("lost", 1.0),
+    "abandoned": ("abandoned by the user", 1.0),
+    "state_losses": ("calls whose progress was lost", 1.0),
+    "re_prompts": ("answers asked again", 1.0),
+    "new_questions": ("new questions after an upgrade", 1.0),
+    "restarts": ("calls restarted", 1.0),
+    "offloads": ("offloads", 1.0),
+    "goodput_per_s": ("goodput (calls/s)", 1.0),
+    "p50_latency_s": ("p50 latency (ms)", 1e-3),
+    "p95_latency_s": ("p95 latency (ms)", 1e-3),
+    "p99_latency_s": ("p99 latency (ms)", 1e-3),
+    "mean_latency_s": ("mean latency (ms)", 1e-3),
+    "mean_open_streams": ("mean open SSE streams", 1.0),
+    "peak_open_streams": ("peak open SSE streams", 1.0),
+    "mean_held_bytes": ("mean memory held (MB)", 1e6),
+    "peak_held_bytes": ("peak memory held (MB)", 1e6),
+    "utilization": ("CPU utilization (%)", 0.01),
+    "load_imbalance": ("busiest replica / mean", 1.0),
+    "cpu_s": ("CPU (s)", 1.0),
+    "wasted_cpu_s": ("wasted CPU (s)", 1.0),
+    "store_ops": ("store operations", 1.0),
+    "upgrade_duration_s": ("upgrade duration (s)", 1.0),
+    "cost_per_million_calls_usd": ("cost per million calls (USD)", 1.0),
+}
+
+
+def label(architecture: str) -> str:
+    """The name figures and tables use for an architecture."""
+    return LABELS.get(architecture, architecture)
+
+
+def readable(
+    tidy: pd.DataFrame,
+    metrics: Sequence[str],
+    *,
+    by: str | None = None,
+    with_ci: bool = False,
+) -> pd.DataFrame:
+    """Means of `metrics` per architecture (and per `by`, e.g. a swept parameter).
+
+    With `with_ci`, each cell is "mean ± half-width" of the 95% confidence interval.
+    """
+    rows = tidy[tidy["metric"].isin(metrics)].copy()
+    divisors = rows["metric"].map(lambda m: METRICS.get(m, (m, 1.0))[1])
+    rows["value"] = rows["mean"] / divisors
+    if with_ci:
+        half = rows["ci_half_width"] / divisors
+        rows["value"] = [
+            f"{v:.3g}" if pd.isna(h) else f"{v:.3g} ± {h:.2g}"
+            for v, h in zip(rows["value"], half, strict=True)
+        ]
+    rows["architecture"] = rows["architecture"].map(label)
+    index = [by, "architecture"] if by else ["architecture"]
+    table = rows.pivot_table(index=index, columns="metric", values="value", aggfunc="first")
+    table = table[[m for m in metrics if m in table.columns]]
+    table.columns = [METRICS.get(m, (m, 1.0))[0] for m in table.columns]
+    table.columns.name = None
+    return table
