@@ -55,6 +55,13 @@ conformance: setup
 	$(BIN)/python -m server conformance --requirements 2026-07-28
 	$(BIN)/python -m server conformance --requirements 2025-11-25
 
+# Every notebook executed top to bottom, as HTML in the git-ignored build/ folder, for
+# people who only want to read.
+report: setup
+	mkdir -p build
+	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=1200 \
+	  --output-dir build notebooks/[0-9][0-9]_*.ipynb
+
 # Three MRTR replicas behind HAProxy and Locust's web UI against them (Ctrl-C stops all).
 swarm: setup
 	$(BIN)/python -m loadtest swarm --replicas 3

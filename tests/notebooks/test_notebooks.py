@@ -1,0 +1,145 @@
+"""The notebooks: each `.py` and `.ipynb` pair agrees, carries no outputs, teaches in the
+agreed shape (goals, parameters, exercises with hidden solutions), and runs top to bottom
+in a fresh kernel on the project's Python, quickly, with at least two figures."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+from jupytext.compare import compare_notebooks
+from nbclient import NotebookClient
+
+from loadtest.haproxy import HAProxy
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
+#: Notebooks that start a real cluster (HAProxy, Redis) and a Locust swarm.
+LIVE = {"06_live_swarm"}
+#: The acceptance limit for one notebook, on a 2-core machine, with QUICK=1.
+TIME_LIMIT_S = 90.0
+KERNEL_NAME = "mrtr-lab-tests"
+
+
+def ids(paths: list[Path]) -> list[str]:
+    return [path.stem for path in paths]
+
+
+def text_notebook(path: Path) -> nbformat.NotebookNode:
+    return jupytext.read(path)
+
+
+def committed_notebook(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path.with_suffix(".ipynb"), as_version=4)
+
+
+def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookNode]:
+    return [cell for cell in notebook.cells if tag in cell.metadata.get("tags", [])]
+
+
+def test_there_are_notebooks_and_each_has_its_pair() -> None:
+    assert len(NOTEBOOKS) >= 6
+    assert {p.stem for p in NOTEBOOKS_DIR.glob("*.ipynb")} == {p.stem for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_py_and_ipynb_agree(path: Path) -> None:
+    ipynb = committed_notebook(path)
+    assert ipynb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    compare_notebooks(ipynb, text_notebook(path), fmt="py:percent")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_committed_ipynb_carries_no_outputs(path: Path) -> None:
+    for cell in committed_notebook(path).cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_opens_with_what_the_reader_will_learn_then_its_parameters(path: Path) -> None:
+    cells = text_notebook(path).cells
+    assert cells[0].cell_type == "markdown" and "What you will learn" in cells[0].source
+    assert "parameters" in cells[1].metadata.get("tags", [])
+    assert "QUICK" in cells[1].source
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_ends_with_exercises_whose_solutions_are_hidden(path: Path) -> None:
+    notebook = text_notebook(path)
+    exercises = tagged(notebook, "exercise")
+    solutions = tagged(notebook, "solution")
+    assert len(exercises) >= 2 and len(solutions) >= len(exercises)
+    for cell in solutions:
+        assert cell.cell_type == "code"
+        assert cell.metadata["jupyter"]["source_hidden"] is True
+    first_exercise = notebook.cells.index(exercises[0])
+    assert all(notebook.cells.index(cell) > first_exercise for cell in solutions)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_no_paths_of_this_machine(path: Path) -> None:
+    for text in (path.read_text(), path.with_suffix(".ipynb").read_text()):
+        assert str(ROOT) not in text and str(Path.home()) not in text
+
+
+@pytest.fixture(scope="module")
+def kernel_on_this_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A kernel spec that starts this very interpreter (the project's venv), by name."""
+    spec_dir = tmp_path_factory.mktemp("jupyter") / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "MRTR Lab tests",
+        "language": "python",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return str(spec_dir.parents[1])
+
+
+def run_notebook(path: Path, jupyter_path: str, monkeypatch: pytest.MonkeyPatch) -> float:
+    """Execute the notebook's text form top to bottom with QUICK=1; seconds taken."""
+    monkeypatch.setenv("JUPYTER_PATH", jupyter_path)
+    monkeypatch.setenv("QUICK", "1")
+    notebook = text_notebook(path)
+    client = NotebookClient(
+        notebook,
+        timeout=int(TIME_LIMIT_S * 2),
+        kernel_name=KERNEL_NAME,
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    )
+    started = time.monotonic()
+    client.execute()
+    elapsed = time.monotonic() - started
+    figures = sum(
+        "image/png" in output.get("data", {})
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+    )
+    assert figures >= 2, f"{path.stem} drew {figures} figures"
+    return elapsed
+
+
+NEEDS_CLUSTER = [
+    pytest.mark.system,
+    pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed"),
+]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=NEEDS_CLUSTER if p.stem in LIVE else []) for p in NOTEBOOKS],
+    ids=ids(NOTEBOOKS),
+)
+def test_runs_top_to_bottom_quickly(
+    path: Path, kernel_on_this_python: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elapsed = run_notebook(path, kernel_on_this_python, monkeypatch)
+    assert elapsed < TIME_LIMIT_S, f"{path.stem} took {elapsed:.0f} s"
