@@ -292,7 +292,8 @@ tables.readable(
 # `new questions after an upgrade` counts MRTR calls that met version 2 halfway and were
 # asked for `microsoft_login`: a question that did not exist when they started, asked once.
 # `calls whose progress was lost` counts calls the legacy clients had to start again (most
-# of them then complete, so few are `lost` for good; their users answered twice).
+# of them then complete, so few are `lost` for good, but whatever their users had already
+# answered is asked again: `answers asked again`).
 #
 # ## 4. Rotating the `requestState` keys in the same rollout
 #
