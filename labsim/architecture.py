@@ -10,6 +10,7 @@ cluster and the way a replica queues and serves a request (`execute`).
 
 from __future__ import annotations
 
+import math
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Generator
@@ -155,6 +156,11 @@ class Architecture(ABC):
         cluster_params = params.cluster
         self.connection_limit = cluster_params.connection_limit
         self.overhead_s = params.workload.request_overhead_s
+        self.network_rtt_s = cluster_params.network_rtt_s
+        cv = cluster_params.network_rtt_cv
+        self._rtt_sigma = math.sqrt(math.log1p(cv * cv))
+        self._rtt_mu = math.log(self.network_rtt_s or 1.0) - self._rtt_sigma**2 / 2
+        self._lognormal = rng.lognormvariate
         self.sheds = cluster_params.shed_policy != "none"
         self.offloads = cluster_params.shed_policy == "mrtr-offload" and self.can_offload
         self.shed_threshold = cluster_params.shed_queue_threshold
@@ -181,6 +187,10 @@ class Architecture(ABC):
         (crash, drain) arrives as `Interrupt`; the worker is freed either way.
         """
         env = self.env
+        if self.network_rtt_s:
+            # The request and its response cross the wire and the load balancer; no
+            # worker is busy meanwhile.
+            yield env.timeout(self.network_delay_s())
         workers = replica.workers
         queued_at = env.now
         request = workers.request()
@@ -209,6 +219,12 @@ class Architecture(ABC):
             raise
         workers.release(request)
         self._account(call, replica, cpu_s)
+
+    def network_delay_s(self) -> float:
+        """One request's time on the wire and in the load balancer (lognormal, given mean)."""
+        if not self._rtt_sigma:
+            return self.network_rtt_s
+        return self._lognormal(self._rtt_mu, self._rtt_sigma)
 
     def _account(self, call: Call, replica: Replica, cpu_s: float) -> None:
         call.cpu_s += cpu_s

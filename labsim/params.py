@@ -180,6 +180,8 @@ class ClusterParams:
     shed_queue_threshold: int = 8  # assumption: shed when 4 requests per worker wait
     checkpoint_fraction: float = 0.5  # assumption: a tool checkpoints halfway through its work
     tool_version: int = 1  # the seed's old tool: asks github_login, then google_login
+    network_rtt_s: float = 0.0  # 0: the wire and the LB are negligible; calibration measures it
+    network_rtt_cv: float = 0.0  # spread (std / mean) of that delay, lognormal; 0 = constant
 
     def __post_init__(self) -> None:
         for name in ("replicas", "workers_per_replica", "connection_limit"):
@@ -189,7 +191,14 @@ class ClusterParams:
                 f"{name} must be an integer >= 1, got {value!r}",
             )
         _check_positive(self, "vcpus_per_replica", "memory_gb_per_replica", "lb_idle_timeout_s")
-        _check_non_negative(self, "sse_keepalive_s", "held_call_bytes", "shed_queue_threshold")
+        _check_non_negative(
+            self,
+            "sse_keepalive_s",
+            "held_call_bytes",
+            "shed_queue_threshold",
+            "network_rtt_s",
+            "network_rtt_cv",
+        )
         _check_fraction(self, "checkpoint_fraction")
         _require(
             self.lb_policy in BALANCER_POLICIES,
