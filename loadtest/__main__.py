@@ -6,6 +6,7 @@
     python -m loadtest compare [--scenario rolling-upgrade] [--json out.json]
     python -m loadtest swarm [--replicas 3]       # Locust's web UI against an MRTR cluster
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette vs the SDK, with wrk
+    python -m loadtest calibrate [--json out.json]  # labsim's predictions vs the live cluster
 """
 
 from __future__ import annotations
@@ -126,6 +127,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from loadtest.calibrate import DEFAULT_LEVELS, print_calibration, run_calibration
+
+    levels = tuple(args.levels) if args.levels else DEFAULT_LEVELS
+    report = run_calibration(levels, duration_s=args.duration_s)
+    _write(report, args.json)
+    print_calibration(report)
+    return 0
+
+
 def print_table(summaries: list[dict[str, Any]]) -> None:
     """One row per run: outcomes, re-prompts, latency and throughput."""
     header = (
@@ -195,6 +206,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--connections", type=int, default=10)
     bench.add_argument("--json", default=None, help="write the report here")
     bench.set_defaults(run=cmd_bench)
+    calibrate = sub.add_parser("calibrate", help="the simulation against the live cluster")
+    calibrate.add_argument("--levels", type=float, nargs="+", default=None, metavar="CALLS_S")
+    calibrate.add_argument("--duration", dest="duration_s", type=float, default=12.0)
+    calibrate.add_argument("--json", default=None, help="write the report here")
+    calibrate.set_defaults(run=cmd_calibrate)
     return parser
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from server.process import free_port, wait_until_healthy
+from server.process import free_port, pinned, wait_until_healthy
 
 VERSION = "2026-07-28"
 META = {
@@ -114,13 +114,6 @@ def parse_wrk(output: str) -> dict[str, float]:
     }
 
 
-def pinned(command: list[str], core: int) -> list[str]:
-    """`command` pinned to one core, where taskset exists and there are two cores or more."""
-    if shutil.which("taskset") and (os.cpu_count() or 1) >= 2:
-        return ["taskset", "-c", str(core), *command]
-    return command
-
-
 def run_wrk(url: str, body: dict[str, Any], *, duration_s: float, connections: int) -> dict:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(lua_script(body))
@@ -130,7 +123,7 @@ def run_wrk(url: str, body: dict[str, Any], *, duration_s: float, connections: i
             "-s", script.name, url,
         ]  # fmt: skip
         out = subprocess.run(
-            pinned(command, 1), capture_output=True, text=True, timeout=duration_s + 60
+            pinned(command, "1"), capture_output=True, text=True, timeout=duration_s + 60
         )
     finally:
         Path(script.name).unlink()
@@ -146,7 +139,7 @@ class RunningTarget:
         self.target = server
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.process = subprocess.Popen(
-            pinned(server.command, 0),
+            pinned(server.command, "0"),
             env={**os.environ, "PYTHONWARNINGS": "ignore"},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -78,6 +78,8 @@ class Cluster:
         self.versions: dict[str, int] = {}
         self.events: list[dict[str, Any]] = []
         self.api = RuntimeApi(self.workdir / "haproxy.sock")
+        #: Where replicas and HAProxy run when the config pins cores (Locust gets CPU 1).
+        self.server_cpus = "0" if config.pin_cores else None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -111,7 +113,7 @@ class Cluster:
                 admin_socket=self.api.socket_path,
                 health_check_interval_ms=self.config.health_check_interval_ms,
             )
-            self.lb = HAProxy(text, self.workdir).start(self.api.socket_path)
+            self.lb = HAProxy(text, self.workdir).start(self.api.socket_path, self.server_cpus)
             self.wait_all_up()
             self.log("cluster up", replicas=self.names, lb_port=self.lb_port)
         except BaseException:
@@ -161,6 +163,7 @@ class Cluster:
             args=args,
             env=env,
             log_path=self.workdir / f"{name}.log",
+            cpus=self.server_cpus,
         )
 
     def replace(self, name: str, *, tool_version: int, rotated_keys: bool) -> None:

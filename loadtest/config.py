@@ -64,6 +64,12 @@ class LoadTestConfig:
     answer_timeout_s: float = 30.0
     #: HAProxy: health-check interval, milliseconds.
     health_check_interval_ms: int = 300
+    #: Mean seconds between the starts of a user's calls, drawn exponentially: many users
+    #: together offer a Poisson stream of `users / pacing_s` calls/s (open loop, as labsim
+    #: assumes). 0 = closed loop: each call starts when the user's last one ends.
+    pacing_s: float = 0.0
+    #: Pin replicas and HAProxy to CPU 0 and Locust to CPU 1 (calibration, benchmarks).
+    pin_cores: bool = False
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHITECTURES:
@@ -76,7 +82,7 @@ class LoadTestConfig:
             raise LoadTestError("users and spawn rate must be positive")
         if self.duration_s <= 0 or self.fault_at_s < 0:
             raise LoadTestError("duration must be positive and the fault time non-negative")
-        if self.think_time_median_s < 0 or self.drain_timeout_s < 0:
-            raise LoadTestError("think time and drain timeout must be non-negative")
+        if self.think_time_median_s < 0 or self.drain_timeout_s < 0 or self.pacing_s < 0:
+            raise LoadTestError("think time, drain timeout and pacing must be non-negative")
         if not self.tool_mix or min(self.tool_mix.values()) < 0:
             raise LoadTestError("the tool mix needs at least one tool and no negative weight")

@@ -149,6 +149,17 @@ class ThinkTime:
         return self.median_s * self.rng.lognormvariate(0.0, self.sigma)
 
 
+def think_for(pause_s: float, sleep: Sleep) -> float:
+    """Let the user think; returns the time that actually passed.
+
+    That, not the planned pause, is what comes off the latency: a busy load generator
+    wakes its users late, and the delay is the generator's, not the server's.
+    """
+    started = time.perf_counter()
+    sleep(pause_s)
+    return time.perf_counter() - started
+
+
 _CRUNCH_DIGESTS: dict[int, str] = {}
 
 
@@ -203,9 +214,7 @@ def run_mrtr_flow(
             record.questions.append(keys)
             record.re_prompts += len(answered.intersection(keys))
             answered.update(keys)
-            pause = think.draw()
-            thinking_s += pause
-            sleep(pause)
+            thinking_s += think_for(think.draw(), sleep)
             exchange.answer({k: answer_for(exchange.input_requests[k], rng) for k in keys})
     except McpError as error:
         record.outcome, record.error = "failed", f"{error.code}: {error.message}"
@@ -346,9 +355,7 @@ def _answer_on_stream(
     record.questions.append([key])
     record.re_prompts += key in answered
     answered.add(key)
-    pause = think.draw()
-    thinking[0] += pause
-    sleep(pause)
+    thinking[0] += think_for(think.draw(), sleep)
     headers, body = exchange.answer_request(request, answer_for(request, rng))
     reply = http.post(headers, body)
     if reply.status != 202:

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.process import pinned
+
 BACKEND = "replicas"
 
 
@@ -94,7 +96,9 @@ class HAProxy:
     def available() -> bool:
         return shutil.which("haproxy") is not None
 
-    def start(self, admin_socket: Path, timeout_s: float = 10.0) -> HAProxy:
+    def start(
+        self, admin_socket: Path, cpus: str | None = None, timeout_s: float = 10.0
+    ) -> HAProxy:
         """Start HAProxy in the foreground (its own process group) and wait for its socket."""
         check = subprocess.run(
             ["haproxy", "-c", "-f", str(self.config_path)], capture_output=True, text=True
@@ -104,7 +108,7 @@ class HAProxy:
         log = open(self.workdir / "haproxy.log", "ab")  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
-                ["haproxy", "-db", "-f", str(self.config_path)],
+                pinned(["haproxy", "-db", "-f", str(self.config_path)], cpus),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

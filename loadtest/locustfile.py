@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import gevent
-from locust import FastHttpUser, constant, events, task
+from locust import FastHttpUser, events, task
 
 from loadtest.config import LoadTestConfig
 from loadtest.flows import (
@@ -52,7 +52,18 @@ class FlowUser(FastHttpUser):
     """A user who calls demo tools one after another and answers every question."""
 
     abstract = True
-    wait_time = constant(0)
+    last_call_s = 0.0
+
+    def wait_time(self) -> float:
+        """Closed loop, or the rest of an exponential gap since this user's last call began.
+
+        Constant pacing would keep every user's phase, and users spawned together would
+        then call together each period: bursts, not the Poisson arrivals labsim models.
+        """
+        if not CONFIG.pacing_s:
+            return 0.0
+        return max(0.0, self.rng.expovariate(1 / CONFIG.pacing_s) - self.last_call_s)
+
     arch = "mrtr"
 
     def on_start(self) -> None:
@@ -118,6 +129,7 @@ class FlowUser(FastHttpUser):
             )
 
     def report(self, record: CallRecord) -> None:
+        self.last_call_s = record.ended - record.started
         events.request.fire(
             request_type="FLOW",
             name=record.tool,

@@ -29,6 +29,7 @@ from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
 from loadtest.summary import read_calls, summarize
 from loadtest.upgrade import rolling_upgrade
+from server.process import pinned
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 USER_CLASSES = {"mrtr": "MrtrUser", "sticky": "StickyUser", "sse-store": "SseStoreUser"}
@@ -36,7 +37,7 @@ USER_CLASSES = {"mrtr": "MrtrUser", "sticky": "StickyUser", "sse-store": "SseSto
 
 def locust_command(config: LoadTestConfig, host: str, json_path: Path) -> list[str]:
     """The headless Locust command for a run."""
-    return [
+    return pinned([
         sys.executable, "-m", "locust",
         "-f", str(LOCUSTFILE),
         "--headless",
@@ -50,7 +51,7 @@ def locust_command(config: LoadTestConfig, host: str, json_path: Path) -> list[s
         "--only-summary",
         "--loglevel", "WARNING",
         USER_CLASSES[config.arch],
-    ]  # fmt: skip
+    ], "1" if config.pin_cores else None)  # fmt: skip
 
 
 def inject_fault(cluster: Cluster, config: LoadTestConfig) -> None:
@@ -71,8 +72,14 @@ def run_scenario(
     *,
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    on_cluster: Callable[[Cluster, str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one scenario end to end and return its summary."""
+    """Run one scenario end to end and return its summary.
+
+    `on_cluster(cluster, moment)` is called when the swarm starts ("before") and when it
+    has finished ("after"), while the cluster is up: a hook for measuring it.
+    """
+    hook = on_cluster or (lambda cluster, moment: None)
     with tempfile.TemporaryDirectory(prefix="mrtr-loadtest-") as tmp:
         work = workdir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -104,6 +111,7 @@ def run_scenario(
             fault = threading.Timer(config.fault_at_s, inject_fault, (cluster, config))
             try:
                 started = _wait_for_start(swarm, started_path)
+                hook(cluster, "before")
                 if config.scenario != "steady":
                     fault.start()
                 _wait(swarm, config, progress)
@@ -115,6 +123,7 @@ def run_scenario(
                     swarm.kill()
                     swarm.wait()
             ended = time.time()
+            hook(cluster, "after")
             report = json.loads(json_path.read_text()) if json_path.exists() else None
             summary = summarize(
                 config,

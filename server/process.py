@@ -7,6 +7,7 @@ Tests, the conformance runner and the load-test cluster all start replicas this 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +41,19 @@ def wait_until_healthy(url: str, timeout_s: float, process: subprocess.Popen | N
     raise TimeoutError(f"{url} did not become healthy within {timeout_s} s")
 
 
+def pinned(command: list[str], cpus: str | None) -> list[str]:
+    """`command` pinned to the CPU list `cpus` (e.g. "0" or "0,1") with taskset.
+
+    Left unpinned where taskset is missing or the machine lacks one of those CPUs.
+    """
+    if cpus is None or shutil.which("taskset") is None:
+        return command
+    wanted = {int(c) for c in cpus.split(",")}
+    if not wanted <= os.sched_getaffinity(0):
+        return command
+    return ["taskset", "-c", cpus, *command]
+
+
 class ServerProcess:
     """One `python -m server` replica in a child process of its own."""
 
@@ -51,8 +65,11 @@ class ServerProcess:
         args: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
         log_path: Path | None = None,
+        cpus: str | None = None,
     ) -> None:
         self.port = port or free_port()
+        #: CPU list to pin the process to (`taskset -c`), e.g. "0"; None leaves it free.
+        self.cpus = cpus
         self.replica_id = replica_id or f"replica-{self.port}"
         self.args = list(args)
         self.env = dict(env or {})
@@ -82,6 +99,7 @@ class ServerProcess:
             self.replica_id,
             *self.args,
         ]
+        command = pinned(command, self.cpus)
         env = {**os.environ, "PYTHONWARNINGS": "ignore", **self.env}
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         try:

@@ -1,4 +1,5 @@
-"""A short smoke of the benchmark: it runs and reports the right shape (not speed)."""
+"""Short smokes of the benchmark and the calibration: they run and report the right shape
+(not speed, not accuracy: those are measured by the commands, not asserted here)."""
 
 from __future__ import annotations
 
@@ -49,3 +50,17 @@ def test_bench_smoke_reports_every_server_round_and_ratio() -> None:
         "lab/bare_round1", "lab/bare_retry", "lab/sdk_round1", "lab/sdk_retry",
     }  # fmt: skip
     assert report["in_process"]["lab_round1_us"] > 0
+
+
+@pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy is not installed")
+def test_calibrate_smoke_reports_predicted_and_measured_side_by_side() -> None:
+    from loadtest.calibrate import run_calibration
+
+    report = run_calibration((10.0, 20.0, 30.0), duration_s=4)
+    assert report["calibrated"]["service_ms"] > 0
+    assert report["calibrated"]["network_ms"] >= 0
+    assert [row["offered_per_s"] for row in report["levels"]] == [10.0, 20.0, 30.0]
+    for row in report["levels"]:
+        assert row["measured"]["completed"] > 0 and row["measured"]["failed"] == 0
+        assert set(row["ratio"]) == {"throughput_per_s", "p50_ms", "p95_ms"}
+        assert row["predicted"]["throughput_per_s"] > 0
