@@ -8,9 +8,9 @@ it predicts that system. Here:
    together they offer a known Poisson load of `users / pacing_s` calls per second, half
    `get_weather` (one question, two rounds), half `crunch` of zero units (one round).
 2. The replica's CPU time (from /proc), fitted against rounds served and time across the
-   levels, gives the service time per round; at the lowest level, what is left of a
-   one-round call's latency (median and 95th percentile) is the network, HAProxy and the
-   client, as a lognormal delay.
+   levels, gives the service time per round; what is left of a one-round call's latency
+   (median and 95th percentile, all levels) is the network, HAProxy and the client, as a
+   lognormal delay.
 3. `labsim` gets those two numbers, the same tool mix, think time and offered load, and
    predicts throughput and p50/p95 latency at all three levels.
 """
@@ -91,8 +91,7 @@ def measure_level(rate_per_s: float, duration_s: float) -> dict[str, Any]:
         "rounds": rounds,
         "rounds_per_call": rounds / max(len(calls), 1),
         # Single-round calls (crunch of nothing): one request's latency, end to end.
-        "one_round_p50_ms": _quantile(one_round, 0.50),
-        "one_round_p95_ms": _quantile(one_round, 0.95),
+        "one_round_ms": one_round,
         # For the fit of CPU against rounds and time: every round of the run counts here.
         "replica_cpu_s": cpu["after"] - cpu["before"],
         "replica_cpu_span_s": cpu["after_at"] - cpu["before_at"],
@@ -170,10 +169,12 @@ def run_calibration(
     for rate in levels:
         print(f"measuring {rate:g} calls/s for {duration_s:g} s ...", file=sys.stderr, flush=True)
         measured.append(measure_level(rate, duration_s))
-    base = measured[0]
     service_s, idle_cpu = service_time(measured)
+    # One-round calls of every level (queueing is slight at these loads): more samples,
+    # a steadier tail than the lowest level alone gives.
+    one_round = [ms for lv in measured for ms in lv.pop("one_round_ms")]
     network_s, network_cv = network_delay(
-        base["one_round_p50_ms"] / 1e3 - service_s, base["one_round_p95_ms"] / 1e3 - service_s
+        _quantile(one_round, 0.50) / 1e3 - service_s, _quantile(one_round, 0.95) / 1e3 - service_s
     )
     rows = []
     for level in measured:
@@ -206,7 +207,7 @@ def print_calibration(report: dict[str, Any]) -> None:
     c = report["calibrated"]
     print(
         f"calibrated: service {c['service_ms']:.3f} ms per round (replica CPU, fitted); "
-        f"at the lowest level, network + LB + client {c['network_ms']:.3f} ms per round "
+        f"network + LB + client {c['network_ms']:.3f} ms per round "
         f"(mean, lognormal cv {c['network_cv']:.2f})"
     )
     print(

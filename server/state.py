@@ -147,7 +147,7 @@ class StateSealer:
             raise StateError("unknown_key", "requestState was sealed with an unknown key")
         try:
             # Strict: lenient decoding would ignore text appended after the padding.
-            raw = binascii.a2b_base64(body, strict_mode=True)
+            raw = binascii.a2b_base64(body.encode("ascii"), strict_mode=True)  # bytes: faster
         except (binascii.Error, ValueError) as exc:
             raise StateError("malformed", "requestState is not valid base64") from exc
         if len(raw) <= NONCE_BYTES + 16:
