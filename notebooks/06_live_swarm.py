@@ -580,7 +580,8 @@ for arch, summary in summaries.items():
     share = share / share.sum()
     print(
         f"{tables.label(arch)}: busiest replica {share.max():.0%} of requests "
-        f"({share.max() * REPLICAS:.2f} x the fair share); {dict(share.round(2))}"
+        f"({share.max() * REPLICAS:.2f} x the fair share): "
+        + ", ".join(f"{name} {part:.0%}" for name, part in share.items())
     )
 # The sticky balancer keeps every request of a call (and of a user's session) on one
 # replica, so a replica's load depends on which users it happened to get and how long
