@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from server.process import free_port, pinned, wait_until_healthy
+from server.process import ChildProcess, free_port, pinned, wait_until_healthy
 
 VERSION = "2026-07-28"
 META = {
@@ -132,7 +132,7 @@ def run_wrk(url: str, body: dict[str, Any], *, duration_s: float, connections: i
     return parse_wrk(out.stdout)
 
 
-class RunningTarget:
+class RunningTarget(ChildProcess):
     """A server under test, started and pinned to core 0, with its two request bodies."""
 
     def __init__(self, server: Target, port: int) -> None:
@@ -153,15 +153,6 @@ class RunningTarget:
         except BaseException:
             self.stop()
             raise
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
 
 
 def bench_servers(*, duration_s: float, connections: int, passes: int) -> dict[str, dict[str, Any]]:

@@ -276,9 +276,8 @@ def run_legacy_flow(
     sleep: Sleep = time.sleep,
 ) -> CallRecord:
     """One legacy tool call: held on an SSE stream; a cut call starts again and re-asks."""
-    record = CallRecord(tool=tool, arch=arch, started=time.time())
-    answered: set[str] = set()
-    thinking = [0.0]
+    call = _LegacyCall(http, CallRecord(tool=tool, arch=arch, started=time.time()), think, rng)
+    record = call.record
     t0 = time.perf_counter()
     for attempt in range(max_retries + 1):
         if attempt:
@@ -287,7 +286,7 @@ def run_legacy_flow(
         try:
             session = holder.open(http)
             exchange = session.exchange("tools/call", {"name": tool, "arguments": arguments})
-            _drive_legacy(http, exchange, record, answered, think, rng, sleep, thinking)
+            call.drive(exchange, sleep)
             record.rounds = len(exchange.rounds)
             if record.outcome == "completed":
                 _check_result(record, exchange.result or {}, arguments)
@@ -303,67 +302,58 @@ def run_legacy_flow(
     if record.outcome == "completed":
         record.error = ""
     record.ended = time.time()
-    record.latency_ms = max(0.0, (time.perf_counter() - t0 - thinking[0]) * 1000)
+    record.latency_ms = max(0.0, (time.perf_counter() - t0 - call.thinking_s) * 1000)
     return record
 
 
-def _drive_legacy(
-    http: LegacyHttp,
-    exchange: Any,
-    record: CallRecord,
-    answered: set[str],
-    think: ThinkTime,
-    rng: random.Random,
-    sleep: Sleep,
-    thinking: list[float],
-) -> None:
-    headers, body = exchange.next_request()
-    with http.stream(headers, body) as reply:
-        if reply.status in RETRYABLE_STATUS or reply.status == 404:
-            raise StreamCut(f"tools/call got HTTP {reply.status}")
-        if reply.served_by:
-            record.served_by.append(reply.served_by)
-        if not reply.is_stream:
-            exchange.take_json(reply.status, reply.body)
-            return
-        try:
-            for line in reply.lines():
-                request = exchange.feed_line(line)
-                if request is not None:
-                    _answer_on_stream(
-                        http, exchange, request, record, answered, think, rng, sleep, thinking
-                    )
-                if exchange.done:
-                    return
-        except (OSError, ConnectionError) as exc:
-            raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
-    raise StreamCut("the stream ended without a result")
+@dataclass
+class _LegacyCall:
+    """One attempt after another of a legacy call, and what the user lived through."""
 
+    http: LegacyHttp
+    record: CallRecord
+    think: ThinkTime
+    rng: random.Random
+    answered: set[str] = field(default_factory=set)
+    thinking_s: float = 0.0
 
-def _answer_on_stream(
-    http: LegacyHttp,
-    exchange: Any,
-    request: dict[str, Any],
-    record: CallRecord,
-    answered: set[str],
-    think: ThinkTime,
-    rng: random.Random,
-    sleep: Sleep,
-    thinking: list[float],
-) -> None:
-    key = question_key(request)
-    record.questions.append([key])
-    record.re_prompts += key in answered
-    answered.add(key)
-    thinking[0] += think_for(think.draw(), sleep)
-    headers, body = exchange.answer_request(request, answer_for(request, rng))
-    reply = http.post(headers, body)
-    if reply.status != 202:
-        # No call waits for this answer any more (its replica stopped or crashed, or the
-        # answer reached a replica that cannot route it): the call is gone, start again.
-        error = (reply.body or {}).get("error") or {}
-        raise StreamCut(f"answer refused with HTTP {reply.status} {error.get('message', '')}")
-    exchange.answered(body, reply.status, reply.body, 0.0)
+    def drive(self, exchange: Any, sleep: Sleep) -> None:
+        """POST the call, answer what the stream asks, until the result (or a cut)."""
+        headers, body = exchange.next_request()
+        with self.http.stream(headers, body) as reply:
+            if reply.status in RETRYABLE_STATUS or reply.status == 404:
+                raise StreamCut(f"tools/call got HTTP {reply.status}")
+            if reply.served_by:
+                self.record.served_by.append(reply.served_by)
+            if not reply.is_stream:
+                exchange.take_json(reply.status, reply.body)
+                return
+            try:
+                for line in reply.lines():
+                    request = exchange.feed_line(line)
+                    if request is not None:
+                        self.answer(exchange, request, sleep)
+                    if exchange.done:
+                        return
+            except (OSError, ConnectionError) as exc:
+                raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
+        raise StreamCut("the stream ended without a result")
+
+    def answer(self, exchange: Any, request: dict[str, Any], sleep: Sleep) -> None:
+        """The user thinks, answers, and the answer is POSTed on its own."""
+        key = question_key(request)
+        self.record.questions.append([key])
+        self.record.re_prompts += key in self.answered
+        self.answered.add(key)
+        self.thinking_s += think_for(self.think.draw(), sleep)
+        headers, body = exchange.answer_request(request, answer_for(request, self.rng))
+        reply = self.http.post(headers, body)
+        if reply.status != 202:
+            # No call waits for this answer any more (its replica stopped or crashed, or
+            # the answer reached a replica that cannot route it): the call is gone.
+            error = (reply.body or {}).get("error") or {}
+            raise StreamCut(f"answer refused with HTTP {reply.status} {error.get('message', '')}")
+        exchange.answered(body, reply.status, reply.body, 0.0)
 
 
 def _check_result(record: CallRecord, result: dict[str, Any], arguments: dict[str, Any]) -> None:

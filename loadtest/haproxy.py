@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.process import pinned
+from server.process import ChildProcess, pinned
 
 BACKEND = "replicas"
 
@@ -83,14 +83,13 @@ backend {BACKEND}
 {cookie}{servers}"""
 
 
-class HAProxy:
+class HAProxy(ChildProcess):
     """An HAProxy process with a generated configuration."""
 
     def __init__(self, config_text: str, workdir: Path) -> None:
         self.workdir = workdir
         self.config_path = workdir / "haproxy.cfg"
         self.config_path.write_text(config_text)
-        self.process: subprocess.Popen | None = None
 
     @staticmethod
     def available() -> bool:
@@ -122,21 +121,6 @@ class HAProxy:
                 raise RuntimeError("haproxy did not start; see haproxy.log")
             time.sleep(0.02)
         return self
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
 
 class RuntimeApi:

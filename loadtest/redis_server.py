@@ -11,15 +11,14 @@ import socket
 import subprocess
 import time
 
-from server.process import free_port
+from server.process import ChildProcess, free_port
 
 
-class RedisServer:
+class RedisServer(ChildProcess):
     """A `redis-server` child process on 127.0.0.1 and a free port."""
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
-        self.process: subprocess.Popen | None = None
 
     @staticmethod
     def available() -> bool:
@@ -60,29 +59,6 @@ class RedisServer:
                 return sock.recv(16).startswith(b"+PONG")
         except OSError:
             return False
-
-    def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL)."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
-
-    def kill(self) -> None:
-        """Kill the server at once, as an outage would."""
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait(5)
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
     def __enter__(self) -> RedisServer:
         return self.start()

@@ -28,18 +28,10 @@ from typing import Any
 import httpx
 
 from server.inputs import ELICIT, LIST_ROOTS, SAMPLE
+from server.transport import NAMED_METHODS
 
 PROTOCOL_VERSION = "2026-07-28"
 CLIENT_INFO = {"name": "mrtr-lab-client", "version": "0.1.0"}
-#: Methods whose target the 2026-07-28 transport repeats in the `Mcp-Name` header.
-NAME_FIELD = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: The two forms of the task methods: the seed's (v1 methods plus `tasks/input_response`)
@@ -62,6 +54,27 @@ class McpError(Exception):
         self.message = message
         self.data = data
         self.http_status = http_status
+
+
+def result_of(response: dict[str, Any] | None, status: int) -> dict[str, Any]:
+    """The result of a JSON-RPC response, or the McpError it carries instead."""
+    if response is None:
+        raise McpError(-32603, f"HTTP {status} without a JSON-RPC response", None, status)
+    if "error" in response:
+        error = response["error"] or {}
+        raise McpError(
+            error.get("code", -32603), error.get("message", ""), error.get("data"), status
+        )
+    result = response.get("result")
+    if not isinstance(result, dict):
+        raise McpError(-32603, "response without a result object", None, status)
+    return result
+
+
+def text_of(result: dict[str, Any] | None) -> str:
+    """The text content of a tool result."""
+    content = (result or {}).get("content") or []
+    return "".join(c.get("text", "") for c in content if c.get("type") == "text")
 
 
 class TooManyRounds(McpError):
@@ -146,7 +159,7 @@ class Exchange:
             "MCP-Protocol-Version": meta["io.modelcontextprotocol/protocolVersion"],
             "Mcp-Method": self.method,
         }
-        name_field = NAME_FIELD.get(self.method)
+        name_field = NAMED_METHODS.get(self.method)
         if name_field and isinstance(self.params.get(name_field), str):
             headers["Mcp-Name"] = self.params[name_field]
         if self.token:
@@ -158,16 +171,7 @@ class Exchange:
     ) -> bool:
         """Take in one round's response; True when the logical request is complete."""
         self.rounds.append(Round(body, response, status, elapsed_s))
-        if response is None:
-            raise McpError(-32603, f"HTTP {status} without a JSON-RPC response", None, status)
-        if "error" in response:
-            error = response["error"] or {}
-            raise McpError(
-                error.get("code", -32603), error.get("message", ""), error.get("data"), status
-            )
-        result = response.get("result")
-        if not isinstance(result, dict):
-            raise McpError(-32603, "response without a result object", None, status)
+        result = result_of(response, status)
         if result.get("resultType", "complete") != "input_required":
             self.result = result
             return True
@@ -189,8 +193,7 @@ class Exchange:
     @property
     def text(self) -> str:
         """The text content of the final result."""
-        content = (self.result or {}).get("content") or []
-        return "".join(c.get("text", "") for c in content if c.get("type") == "text")
+        return text_of(self.result)
 
     def transcript(self) -> list[dict[str, Any]]:
         """Every round's request and response, for showing the wire traffic."""
@@ -342,8 +345,7 @@ class TaskFlow:
     @property
     def text(self) -> str:
         """The text content of the final result."""
-        content = (self.result or {}).get("content") or []
-        return "".join(c.get("text", "") for c in content if c.get("type") == "text")
+        return text_of(self.result)
 
     def transcript(self) -> list[dict[str, Any]]:
         """Every request and response of the flow, creation first."""

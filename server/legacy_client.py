@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from server.client import CLIENT_INFO, Handlers, McpError, Round, _ClientBase
+from server.client import CLIENT_INFO, Handlers, McpError, Round, _ClientBase, result_of, text_of
 
 LEGACY_VERSION = "2025-11-25"
 SESSION_HEADER = "Mcp-Session-Id"
@@ -116,7 +116,7 @@ class LegacySession:
         """Take the initialize response: the session id and the server's offer."""
         if response is not None:
             self.note("server->client", response, "json")
-        result = _result_of(response, status)
+        result = result_of(response, status)
         self.session_id = headers.get(SESSION_HEADER)
         self.protocol_version = result.get("protocolVersion", LEGACY_VERSION)
         self.server_info = result.get("serverInfo") or {}
@@ -180,7 +180,7 @@ class LegacyExchange:
         if message.get("id") != self.body.get("id"):
             return None
         self.rounds.insert(0, Round(self.body, message, status, time.perf_counter() - self.started))
-        self.result = _result_of(message, status)
+        self.result = result_of(message, status)
         return None
 
     def answer(self, request: dict[str, Any], handlers: Handlers) -> Any:
@@ -229,22 +229,7 @@ class LegacyExchange:
     @property
     def text(self) -> str:
         """The text content of the final result."""
-        content = (self.result or {}).get("content") or []
-        return "".join(c.get("text", "") for c in content if c.get("type") == "text")
-
-
-def _result_of(response: dict[str, Any] | None, status: int) -> dict[str, Any]:
-    if response is None:
-        raise McpError(-32603, f"HTTP {status} without a JSON-RPC response", None, status)
-    if "error" in response:
-        error = response["error"] or {}
-        raise McpError(
-            error.get("code", -32603), error.get("message", ""), error.get("data"), status
-        )
-    result = response.get("result")
-    if not isinstance(result, dict):
-        raise McpError(-32603, "response without a result object", None, status)
-    return result
+        return text_of(self.result)
 
 
 def _json_or_none(response: httpx.Response) -> dict[str, Any] | None:

@@ -54,7 +54,36 @@ def pinned(command: list[str], cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus, *command]
 
 
-class ServerProcess:
+class ChildProcess:
+    """A program the lab started and must stop: by pid, politely first, also after errors."""
+
+    process: subprocess.Popen | None = None
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop it: SIGTERM, then SIGKILL if it does not exit in time."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout_s)
+
+    def kill(self) -> None:
+        """Kill it at once, as a crash or an outage would."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(5)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+
+class ServerProcess(ChildProcess):
     """One `python -m server` replica in a child process of its own."""
 
     def __init__(
@@ -74,7 +103,6 @@ class ServerProcess:
         self.args = list(args)
         self.env = dict(env or {})
         self.log_path = log_path
-        self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -115,29 +143,6 @@ class ServerProcess:
             self.stop()
             raise
         return self
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop the replica: SIGTERM, then SIGKILL if it does not exit in time."""
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout_s)
-
-    def kill(self) -> None:
-        """Kill the replica at once, as a crash would."""
-        process, self.process = self.process, None
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait(5)
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process else None
 
     def __enter__(self) -> ServerProcess:
         return self.start()

@@ -12,6 +12,7 @@ import pytest
 from server.app import create_app
 from server.client import Handlers, MrtrClient, accept, sampled
 from server.config import ServerConfig, StateKey
+from server.conformance_suite import SuiteNotInstalled, suite_paths
 from server.process import ServerProcess
 
 KEY_A = StateKey("a", bytes(range(32)))
@@ -78,3 +79,14 @@ def replicas() -> Iterator[Callable[..., ServerProcess]]:
     yield start
     for process in started:
         process.stop()
+
+
+@pytest.fixture(scope="session")
+def conformance_server() -> Iterator[ServerProcess]:
+    """One `python -m server --conformance` for every conformance run of the session."""
+    try:
+        suite_paths()
+    except SuiteNotInstalled as exc:
+        pytest.skip(str(exc))
+    with ServerProcess(args=["--conformance"]) as server:
+        yield server

@@ -10,9 +10,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,9 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
+from loadtest.redis_server import RedisServer
 from server.auth import mint_token
 from server.client import Exchange, parse_body, task_capabilities
-from server.process import ServerProcess, free_port
+from server.process import ServerProcess
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
 
 #: Replicas poll fast in tests, so whole task flows take a fraction of a second.
@@ -51,48 +49,22 @@ def start_replica(*args: str) -> ServerProcess:
 
 
 @contextlib.contextmanager
-def redis_server() -> Iterator[tuple[str, subprocess.Popen]]:
-    """A real `redis-server` without persistence on a free port: (URL, process).
+def redis_server() -> Iterator[RedisServer]:
+    """A real `redis-server` without persistence on a free port.
 
-    Killed by pid at the end, also when the test fails.
+    Stopped by pid at the end, also when the test fails.
     """
-    if shutil.which("redis-server") is None:
+    if not RedisServer.available():
         pytest.skip("redis-server is not installed (make setup installs it)")
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 10
-        while not _answers_ping(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server did not start on port {port}")
-            time.sleep(0.02)
-        yield f"redis://127.0.0.1:{port}/0", process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(5)
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     """The URL of a `redis_server` that lives as long as the test module."""
-    with redis_server() as (url, _):
-        yield url
-
-
-def _answers_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
+    with redis_server() as server:
+        yield server.url
 
 
 @contextlib.contextmanager

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from server.conformance_suite import SuiteNotInstalled, report, run_suite, suite_paths
-from server.process import ServerProcess
+from server.conformance_suite import report, run_suite
 
 # The scenarios the MRTR server issue names; all must pass.
 REQUIRED = [
@@ -19,16 +16,6 @@ REQUIRED = [
     "resources-list",
     "resources-read-text",
 ]
-
-
-@pytest.fixture(scope="module")
-def conformance_server():
-    try:
-        suite_paths()
-    except SuiteNotInstalled as exc:
-        pytest.skip(str(exc))
-    with ServerProcess(args=["--conformance"]) as server:
-        yield server
 
 
 def test_the_whole_2026_07_28_requirement_set_passes(conformance_server, capsys) -> None:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from server.conformance_suite import SuiteNotInstalled, report, run_suite, suite_paths
+from server.conformance_suite import report, run_suite
 from server.process import ServerProcess
 
 # The scenarios the legacy elicitation issue names; all must pass.
@@ -18,16 +14,6 @@ REQUIRED = [
     "ping",
     "tools-list",
 ]
-
-
-@pytest.fixture(scope="module")
-def conformance_server() -> Iterator[ServerProcess]:
-    try:
-        suite_paths()
-    except SuiteNotInstalled as exc:
-        pytest.skip(str(exc))
-    with ServerProcess(args=["--conformance"]) as server:
-        yield server
 
 
 def test_the_2025_11_25_requirement_set_passes(conformance_server: ServerProcess, capsys) -> None:

@@ -6,9 +6,6 @@ Every test starts real processes (replicas, `redis-server`, `haproxy`) on free p
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loadtest.haproxy import Backend, HAProxy, render_config
+from loadtest.redis_server import RedisServer
 from server.client import McpError
 from server.legacy_client import LegacyClient
 from server.process import ServerProcess, free_port, wait_until_healthy
@@ -27,74 +26,13 @@ from tests.server.probes import health, holds_nothing, metric, wait_for
 pytestmark = pytest.mark.system
 
 
-def stop_process(process: subprocess.Popen, timeout_s: float = 5.0) -> None:
-    """Terminate `process`, then kill it if it does not exit in time."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout_s)
-
-
-def wait_for_port(port: int, process: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} exited with code {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on port {port} after {timeout_s} s")
-
-
-class RedisServer:
-    """A `redis-server` with no persistence, for one test."""
-
-    def __init__(self) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            pytest.skip("redis-server is not installed")
-        self.port = free_port()
-        self.process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        wait_for_port(self.port, self.process)
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def kill(self) -> None:
-        """Kill the store at once, as an outage would."""
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(5)
-
-
 @contextmanager
 def running_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    try:
+    """A `redis-server` with no persistence, for one test; stopped by pid at the end."""
+    if not RedisServer.available():
+        pytest.skip("redis-server is not installed")
+    with RedisServer() as server:
         yield server
-    finally:
-        stop_process(server.process)
 
 
 @contextmanager
@@ -128,49 +66,32 @@ def redis_pair() -> Iterator[tuple[ServerProcess, ServerProcess]]:
 @pytest.fixture
 def haproxy(tmp_path: Path) -> Iterator[Callable[..., str]]:
     """Start HAProxy in front of replicas (round-robin, optionally cookie-sticky): its /mcp URL."""
-    started: list[subprocess.Popen] = []
+    started: list[HAProxy] = []
 
     def start(backends: list[ServerProcess], *, sticky: bool) -> str:
-        binary = shutil.which("haproxy")
-        if binary is None:
+        if not HAProxy.available():
             pytest.skip("haproxy is not installed")
         port = free_port()
-        servers = "\n".join(
-            f"    server s{i} 127.0.0.1:{b.port}" + (f" cookie s{i}" if sticky else "")
-            for i, b in enumerate(backends, start=1)
+        workdir = tmp_path / f"haproxy-{port}"
+        workdir.mkdir()
+        admin = workdir / "admin.sock"
+        config = render_config(
+            lb_port=port,
+            backends=[Backend(f"s{i}", b.port) for i, b in enumerate(backends, start=1)],
+            sticky=sticky,
+            admin_socket=admin,
         )
-        config = tmp_path / f"haproxy-{port}.cfg"
-        config.write_text(
-            "defaults\n"
-            "    mode http\n"
-            "    timeout connect 2s\n"
-            "    timeout client 30s\n"
-            "    timeout server 30s\n"
-            "frontend mcp\n"
-            f"    bind 127.0.0.1:{port}\n"
-            "    default_backend replicas\n"
-            "backend replicas\n"
-            "    balance roundrobin\n"
-            + ("    cookie SERVERID insert indirect nocache\n" if sticky else "")
-            + servers
-            + "\n"
-        )
-        process = subprocess.Popen(
-            [binary, "-f", str(config), "-db"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(process)
-        wait_for_port(port, process)
-        wait_until_healthy(f"http://127.0.0.1:{port}/healthz", 10.0, process)
+        balancer = HAProxy(config, workdir)
+        started.append(balancer)
+        balancer.start(admin)
+        wait_until_healthy(f"http://127.0.0.1:{port}/healthz", 10.0, balancer.process)
         return f"http://127.0.0.1:{port}/mcp"
 
     try:
         yield start
     finally:
-        for process in started:
-            stop_process(process)
+        for balancer in started:
+            balancer.stop()
 
 
 def test_answer_on_other_replica_completes_with_redis_store(

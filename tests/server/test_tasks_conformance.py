@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from server.conformance_suite import SuiteNotInstalled, report, run_suite, suite_paths
+from server.conformance_suite import report, run_suite
 from server.process import ServerProcess
 
 #: The scenarios the tasks issue requires.
@@ -26,16 +22,6 @@ ALSO = [
     "tasks-required-task-error",
     "tasks-status-notifications",
 ]
-
-
-@pytest.fixture(scope="module")
-def conformance_server() -> Iterator[ServerProcess]:
-    try:
-        suite_paths()
-    except SuiteNotInstalled as exc:
-        pytest.skip(str(exc))
-    with ServerProcess(args=["--conformance"]) as server:
-        yield server
 
 
 def test_every_tasks_scenario_passes(conformance_server: ServerProcess, capsys) -> None:

@@ -214,14 +214,13 @@ def test_a_redis_that_never_answers_is_an_error_within_the_timeout(silent_port: 
 
 def test_a_store_outage_reaches_the_client_as_a_json_rpc_error() -> None:
     with (
-        redis_server() as (url, redis_process),
-        running_replicas(1, "--task-store", url) as (replica,),
+        redis_server() as redis,
+        running_replicas(1, "--task-store", redis.url) as (replica,),
     ):
         wire = Wire([replica.url])
         task_id = wire("tools/call", {"name": "echo", "task": {"ttl": 60000}})["task"]["taskId"]
         wire.poll(task_id, {"input_required"})
-        redis_process.kill()
-        redis_process.wait(5)
+        redis.kill()
         for method, params in [
             ("tasks/get", {"taskId": task_id}),
             ("tools/call", {"name": "echo", "task": {"ttl": 60000}}),
