@@ -33,8 +33,9 @@ $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION): | system-packages
 system-packages:
 	@.ci/system-packages
 
+# JupyterLab refuses to run as root unless told; set-up as root is common on lab machines.
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup
 	$(BIN)/ruff check .
