@@ -128,6 +128,24 @@ class FlowUser(FastHttpUser):
                 lines,
             )
 
+    @task
+    def call_a_tool(self) -> None:
+        """One whole tool call of the mix, all rounds, then its report."""
+        tool = self.pick_tool()
+        record = self.flow(
+            tool,
+            tool_arguments(tool, self.rng, CONFIG.crunch_units),
+            think=self.think,
+            rng=self.rng,
+            max_retries=CONFIG.max_retries,
+            sleep=gevent.sleep,
+        )
+        self.report(record)
+
+    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+        """Run one call the way this architecture's client does."""
+        raise NotImplementedError
+
     def report(self, record: CallRecord) -> None:
         self.last_call_s = record.ended - record.started
         events.request.fire(
@@ -174,19 +192,8 @@ class MrtrUser(FlowUser):
 
     arch = "mrtr"
 
-    @task
-    def call_a_tool(self) -> None:
-        tool = self.pick_tool()
-        record = run_mrtr_flow(
-            self.post,
-            tool,
-            tool_arguments(tool, self.rng, CONFIG.crunch_units),
-            think=self.think,
-            rng=self.rng,
-            max_retries=CONFIG.max_retries,
-            sleep=gevent.sleep,
-        )
-        self.report(record)
+    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+        return run_mrtr_flow(self.post, tool, arguments, **options)
 
 
 class LegacyUser(FlowUser):
@@ -199,21 +206,8 @@ class LegacyUser(FlowUser):
         super().on_start()
         self.holder = SessionHolder()
 
-    @task
-    def call_a_tool(self) -> None:
-        tool = self.pick_tool()
-        record = run_legacy_flow(
-            self,
-            self.holder,
-            tool,
-            tool_arguments(tool, self.rng, CONFIG.crunch_units),
-            arch=self.arch,
-            think=self.think,
-            rng=self.rng,
-            max_retries=CONFIG.max_retries,
-            sleep=gevent.sleep,
-        )
-        self.report(record)
+    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+        return run_legacy_flow(self, self.holder, tool, arguments, arch=self.arch, **options)
 
 
 class StickyUser(LegacyUser):
