@@ -120,33 +120,22 @@ def status_message(record: TaskRecord, wire: str) -> str | None:
     return STATUS_MESSAGES[wire].get(record.status, record.status_message)
 
 
-def seed_task(record: TaskRecord) -> dict[str, Any]:
-    """The seed's (v1) Task: `ttl` and `pollInterval` in milliseconds."""
+#: How each wire names a task's lifetime and poll interval (both in milliseconds).
+_TIMING_FIELDS = {SEED: ("ttl", "pollInterval"), EXTENSION: ("ttlMs", "pollIntervalMs")}
+
+
+def wire_task(record: TaskRecord, wire: str) -> dict[str, Any]:
+    """A Task as `wire` shows it: the seed's (`ttl`, `pollInterval`) or the extension's."""
+    ttl_field, poll_field = _TIMING_FIELDS[wire]
     task: dict[str, Any] = {
         "taskId": record.task_id,
         "status": record.status,
         "createdAt": iso_time(record.created_at_ms),
         "lastUpdatedAt": iso_time(record.updated_at_ms),
-        "ttl": record.ttl_ms,
-        "pollInterval": record.poll_interval_ms,
+        ttl_field: record.ttl_ms,
+        poll_field: record.poll_interval_ms,
     }
-    message = status_message(record, SEED)
-    if message:
-        task["statusMessage"] = message
-    return task
-
-
-def extension_task(record: TaskRecord) -> dict[str, Any]:
-    """The extension's Task: `ttlMs` and `pollIntervalMs`, integer milliseconds."""
-    task: dict[str, Any] = {
-        "taskId": record.task_id,
-        "status": record.status,
-        "createdAt": iso_time(record.created_at_ms),
-        "lastUpdatedAt": iso_time(record.updated_at_ms),
-        "ttlMs": record.ttl_ms,
-        "pollIntervalMs": record.poll_interval_ms,
-    }
-    message = status_message(record, EXTENSION)
+    message = status_message(record, wire)
     if message:
         task["statusMessage"] = message
     return task
@@ -154,7 +143,7 @@ def extension_task(record: TaskRecord) -> dict[str, Any]:
 
 def detailed_task(record: TaskRecord) -> dict[str, Any]:
     """The extension's `tasks/get` answer: the task plus what its status calls for."""
-    task = extension_task(record)
+    task = wire_task(record, EXTENSION)
     if record.status == INPUT_REQUIRED:
         task["inputRequests"] = record.input_requests
     elif record.status == COMPLETED and record.result is not None:
@@ -246,8 +235,8 @@ class TaskMethods:
                 raise store_unavailable(exc) from exc
         self.worker.start(record)
         if wire == SEED:
-            return {"resultType": "task", "task": seed_task(record)}
-        return {"resultType": "task", **extension_task(record)}
+            return {"resultType": "task", "task": wire_task(record, SEED)}
+        return {"resultType": "task", **wire_task(record, EXTENSION)}
 
     def _creation_wire(self, call: Call, tool: Tool) -> str | None:
         if tool.task_support not in ("optional", "required"):
@@ -296,7 +285,7 @@ class TaskMethods:
         """`tasks/get`: the task's status (and, in the extension, what it needs or made)."""
         wire = self._wire(call)
         record = await self._find(call, call.message.params.get("taskId"))
-        task = seed_task(record) if wire == SEED else detailed_task(record)
+        task = wire_task(record, SEED) if wire == SEED else detailed_task(record)
         return {"resultType": "complete", **task}
 
     async def cancel(self, call: Call) -> dict[str, Any]:
@@ -323,7 +312,7 @@ class TaskMethods:
             raise invalid_params(
                 f"Task {stored.task_id} is already {stored.status}", {"taskId": stored.task_id}
             )
-        return {"resultType": "complete", **seed_task(stored)}
+        return {"resultType": "complete", **wire_task(stored, SEED)}
 
     # -- the extension's methods -----------------------------------------------------
 
@@ -386,7 +375,7 @@ class TaskMethods:
         """`tasks/list`: the caller's live tasks."""
         self._seed_only(call)
         records = await self.store.list_for(call.principal)
-        return {"resultType": "complete", "tasks": [seed_task(r) for r in records]}
+        return {"resultType": "complete", "tasks": [wire_task(r, SEED) for r in records]}
 
     # -- shared steps ------------------------------------------------------------------
 
