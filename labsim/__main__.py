@@ -53,6 +53,9 @@ TABLE_METRICS = (
 )
 
 
+PARAMS_HELP = "measured parameter file (default: labsim/measured.json)"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit status 2."""
 
@@ -97,8 +100,13 @@ def _parse_value(text: str) -> Any:
     return text
 
 
-def _overrides(pairs: Sequence[str]) -> dict[str, Any]:
-    overrides = {}
+def _overrides(pairs: Sequence[str], params_file: str | None = None) -> dict[str, Any]:
+    """Measured values from `params_file` (if any), then each `--set name=value` on top."""
+    overrides: dict[str, Any] = {}
+    if params_file:
+        from labsim import measured
+
+        overrides.update(measured.load(params_file).overrides())
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
@@ -113,7 +121,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     names = [args.scenario] if args.scenario else list(scenarios.SCENARIOS)
-    overrides = _overrides(args.set)
+    overrides = _overrides(args.set, args.params)
     for name in names:
         scenarios.build(name, **overrides)  # reject bad names and values before running
     comparison = compare(
@@ -286,6 +294,7 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="override a parameter"
     )
+    compare.add_argument("--params", metavar="FILE", help=PARAMS_HELP)
     compare.set_defaults(run=run_compare)
 
     mmc = commands.add_parser("mmc", help="one replica with C workers against M/M/c theory")

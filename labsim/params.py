@@ -8,8 +8,10 @@ with the faults to inject and the simulated horizon; the CLI, the scenarios and
 the notebooks all fill one `SimParams`.
 
 Every field carries its unit in its name (`_s`, `_bytes`, `_per_s`, `_usd`) and a
-comment saying where its default comes from (the table in DESIGN.md, a
-documented product default, or a stated assumption that calibration replaces).
+comment saying where its default comes from (a measurement of the lab's own
+server in `labsim/measured.json`, written by `python -m loadtest measure`, a
+documented product default, or a stated assumption); `docs/model.md` lists
+them all with their sources.
 Values outside their domain raise `ParameterError` when the dataclass is built.
 """
 
@@ -101,13 +103,13 @@ class WorkloadParams:
     rate_profile: tuple[tuple[float, float], ...] = ()  # (start_s, multiplier) pieces; () = flat
     tool_mix: tuple[float, float, float] = (0.5, 0.3, 0.2)  # assumption: share asking 0/1/2 Qs
     round_cpu: ServiceTime = field(default_factory=ServiceTime)  # calibrated from the live swarm
-    request_overhead_s: float = 1 / 2300  # one uvicorn worker serves ~2,300 req/s (DESIGN.md)
-    think_median_s: float = 10.0  # DESIGN.md: lognormal, median 10 s
+    request_overhead_s: float = 0.000448  # measured.json: replica CPU per round, calibrated
+    think_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
     think_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes
     think_scale: float = 1.0  # multiplier for sweeps; 0 = users answer instantly
-    never_answer_fraction: float = 0.05  # DESIGN.md: 5% never answer (the seed: maybe never)
-    request_bytes: int = 1_000  # assumption: a tools/call or answer JSON-RPC body
-    response_bytes: int = 2_000  # assumption: a result or an elicitation request
+    never_answer_fraction: float = 0.05  # docs/model.md: assumption (the seed: maybe never)
+    request_bytes: int = 1_000  # measured.json: a tools/call or answer JSON-RPC body
+    response_bytes: int = 2_000  # measured.json: a result or an elicitation request
 
     def __post_init__(self) -> None:
         _check_positive(self, "arrival_rate_per_s", "think_median_s", "think_sigma")
@@ -141,7 +143,7 @@ class ClientParams:
     max_retries: int = 4  # assumption: a client gives up after 4 retried requests
     max_call_restarts: int = 2  # assumption: an agent re-runs a broken tool call twice
     reconnect_delay_s: float = 0.5  # assumption: noticing a dropped stream and reconnecting
-    offload_retry_delay_s: float = 0.0  # PROTOCOL.md: state-only results are retried at once
+    offload_retry_delay_s: float = 0.0  # docs/model.md: a state-only result is retried at once
 
     def __post_init__(self) -> None:
         _check_positive(self, "answer_timeout_s")
@@ -173,15 +175,15 @@ class ClusterParams:
     memory_gb_per_replica: float = 4.0  # the smallest Fargate memory for 2 vCPU
     connection_limit: int = 1024  # Linux default soft limit on open files (ulimit -n)
     lb_policy: str = "round-robin"  # AWS ALB and HAProxy default algorithm
-    lb_idle_timeout_s: float = 60.0  # AWS ALB default idle timeout (DESIGN.md)
+    lb_idle_timeout_s: float = 60.0  # AWS ALB default idle timeout
     sse_keepalive_s: float = 15.0  # sse-starlette's default ping interval; 0 = no keep-alives
-    held_call_bytes: int = 256 * 1024  # DESIGN.md: assume 256 KB until /metrics measures it
+    held_call_bytes: int = 41_984  # measured.json: RSS a held get_weather call adds (41 KiB)
     shed_policy: str = "none"  # no load shedding unless a scenario asks for it
     shed_queue_threshold: int = 8  # assumption: shed when 4 requests per worker wait
     checkpoint_fraction: float = 0.5  # assumption: a tool checkpoints halfway through its work
     tool_version: int = 1  # the seed's old tool: asks github_login, then google_login
-    network_rtt_s: float = 0.0  # 0: the wire and the LB are negligible; calibration measures it
-    network_rtt_cv: float = 0.0  # spread (std / mean) of that delay, lognormal; 0 = constant
+    network_rtt_s: float = 0.001488  # measured.json: wire + LB + client per round, calibrated
+    network_rtt_cv: float = 0.86  # measured.json: spread (std / mean) of that delay, lognormal
 
     def __post_init__(self) -> None:
         for name in ("replicas", "workers_per_replica", "connection_limit"):
@@ -222,7 +224,7 @@ class ClusterParams:
 class StoreParams:
     """The shared store (Redis) that carries an answer to the replica waiting for it."""
 
-    round_trip_s: float = 0.0002  # DESIGN.md: Redis round trip in-region, 1 Gbit/s
+    round_trip_s: float = 0.0002  # Redis latency docs: round trip in-region, 1 Gbit/s
     op_service_s: float = 0.00001  # Redis runs commands on one thread: ~100k ops/s
     ops_per_answer: int = 3  # assumption: SUBSCRIBE before asking, PUBLISH, UNSUBSCRIBE
     ecpus_per_op: float = 1.0  # ElastiCache Serverless: 1 ECPU per KB; answers are < 1 KB
@@ -237,8 +239,8 @@ class StoreParams:
 class StateParams:
     """The sealed `requestState` an MRTR server hands the client between rounds."""
 
-    seal_cpu_s: float = 14.5e-6  # DESIGN.md: ~29 us seal + open through the SDK's codec, halved
-    open_cpu_s: float = 14.5e-6  # DESIGN.md: the other half
+    seal_cpu_s: float = 7.9e-6  # measured.json: seal of a 1 KB state (loadtest bench)
+    open_cpu_s: float = 12.1e-6  # measured.json: open of the same state (loadtest bench)
     base_bytes: int = 300  # assumption: nonce, tag, key id, principal, expiry, digest, base64
     bytes_per_answer: int = 200  # assumption: one short answer, sealed and base64-encoded
     checkpoint_bytes: int = 4_096  # assumption: the progress of a half-done request
