@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from server.process import ChildProcess, free_port, pinned, wait_until_healthy
+from server.harness.process import ChildProcess, free_port, pinned, wait_until_healthy
 
 VERSION = "2026-07-28"
 META = {
@@ -213,7 +213,7 @@ def _result_type(url: str, body: dict[str, Any]) -> str:
 def seal_open_microbench(payload_bytes: int = 1024, number: int = 20_000) -> dict[str, float]:
     """requestState seal and open, microseconds per operation, for a payload of this size."""
     from server.config import StateKey
-    from server.state import Origin, StateSealer
+    from server.mrtr.state import Origin, StateSealer
 
     sealer = StateSealer([StateKey("k", os.urandom(32))], ttl_s=600)
     origin = Origin("alice", "tools/call", "get_weather", "digest")

@@ -28,7 +28,7 @@ import httpx
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.haproxy import Backend, HAProxy, RuntimeApi, render_config
 from loadtest.redis_server import RedisServer
-from server.process import ServerProcess, free_port
+from server.harness.process import ServerProcess, free_port
 
 
 def _key(key_id: str) -> str:

@@ -24,9 +24,8 @@ from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from server.client import Exchange, McpError
-from server.demo import crunch_start, crunch_units
-from server.legacy_client import SESSION_HEADER, LegacySession
+from server.client import SESSION_HEADER, Exchange, LegacySession, McpError
+from server.tools.demo import crunch_start, crunch_units
 
 #: HTTP statuses a balancer returns when a replica is gone or busy: retry elsewhere.
 RETRYABLE_STATUS = {0, 502, 503, 504}

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.process import ChildProcess, pinned
+from server.harness.process import ChildProcess, pinned
 
 BACKEND = "replicas"
 

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 
-from server.process import ChildProcess, free_port
+from server.harness.process import ChildProcess, free_port
 
 
 class RedisServer(ChildProcess):

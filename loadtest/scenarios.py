@@ -29,7 +29,7 @@ from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
 from loadtest.summary import read_calls, summarize
 from loadtest.upgrade import rolling_upgrade
-from server.process import pinned
+from server.harness.process import pinned
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 USER_CLASSES = {"mrtr": "MrtrUser", "sticky": "StickyUser", "sse-store": "SseStoreUser"}

@@ -71,12 +71,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from labsim import StoreParams
 from server.app import create_app
-from server.auth import mint_token
-from server.client import Handlers, McpError, MrtrClient, accept
+from server.client import Handlers, LegacyClient, McpError, MrtrClient, accept
 from server.config import ServerConfig, StateKey
-from server.legacy_client import LegacyClient
-from server.process import ServerProcess
-from server.state import Origin, StateSealer, arguments_digest
+from server.harness.process import ServerProcess
+from server.mrtr.state import Origin, StateSealer, arguments_digest
+from server.transport.auth import mint_token
 
 # %% [markdown]
 # Every replica of a deployment shares two secrets: the AES-256 keys that seal
@@ -306,7 +305,7 @@ forged = base64.b64encode(json.dumps({"resolution": "Fixed"}).encode()).decode()
 print("rewritten by anyone:", forged)
 
 # %% [markdown]
-# The lab's server seals it instead (`server/state.py`): AES-256-GCM, so the client can
+# The lab's server seals it instead (`server/mrtr/state.py`): AES-256-GCM, so the client can
 # neither read nor change it, and inside, next to the answers, the *principal* it was
 # minted for, an *expiry*, and the *request* it belongs to (method, tool name, a digest of
 # the arguments). The first characters name the key that sealed it. Decoding the sealed
@@ -542,7 +541,7 @@ with (
 # `sealer.open` on it directly (use a `StateSealer` with `STATE_KEY`).
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-from server.state import StateError
+from server.mrtr.state import StateError
 
 with MrtrClient.for_app(app_b, handlers=user, token=alice_token) as alice:
     attempt = alice.exchange(

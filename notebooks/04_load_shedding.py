@@ -62,7 +62,7 @@ from labsim.experiments import RunSpec, run_many
 from server.app import create_app
 from server.client import MrtrClient
 from server.config import ServerConfig, StateKey
-from server.demo import crunch_start, crunch_units
+from server.tools.demo import crunch_start, crunch_units
 
 # %% [markdown]
 # ## 1. `crunch`, live, across two replicas

@@ -120,14 +120,14 @@ def _token(argv: list[str]) -> int:
     parser.add_argument("name", help="the principal (JWT sub) to mint a token for")
     parser.add_argument("--ttl-s", type=float, default=24 * 3600)
     args = parser.parse_args(argv)
-    from server.auth import mint_token
+    from server.transport.auth import mint_token
 
     print(mint_token(args.name, ServerConfig().jwt_secret, ttl_s=args.ttl_s))
     return 0
 
 
 def _conformance(argv: list[str]) -> int:
-    from server.conformance_suite import main
+    from server.harness.conformance import main
 
     return main(argv)
 

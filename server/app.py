@@ -19,22 +19,24 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from server import jsonrpc, transport
-from server.auth import Authenticator, AuthError
-from server.catalog import Catalog
 from server.config import ServerConfig
-from server.conformance_fixtures import add_conformance_fixtures
-from server.context import Replica
-from server.demo import demo_catalog
-from server.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
-from server.legacy import LEGACY_VERSION, LegacyEra, ends_legacy_session, is_legacy_request
-from server.methods import MODERN_VERSION, Call, Methods
-from server.metrics import CONTENT_TYPE_LATEST, ServerMetrics
-from server.mrtr import MrtrRunner
-from server.state import StateSealer
-from server.task_store import open_task_store
-from server.task_worker import TaskWorker, sweep_periodically
-from server.tasks import TaskMethods
+from server.core.catalog import Catalog
+from server.core.context import Replica
+from server.core.methods import MODERN_VERSION, Call, Methods
+from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
+from server.legacy.era import LEGACY_VERSION, LegacyEra, ends_legacy_session, is_legacy_request
+from server.mrtr.runner import MrtrRunner
+from server.mrtr.state import StateSealer
+from server.protocol import headers as rules
+from server.protocol import jsonrpc
+from server.protocol.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
+from server.tasks.methods import TaskMethods
+from server.tasks.store import open_task_store
+from server.tasks.worker import TaskWorker, sweep_periodically
+from server.tools.conformance import add_conformance_fixtures
+from server.tools.demo import demo_catalog
+from server.transport import streamable as transport
+from server.transport.auth import Authenticator, AuthError
 
 log = logging.getLogger("server")
 
@@ -142,7 +144,7 @@ class McpServer:
             call = Call(message, principal, capabilities, headers)
             meta = message.params["_meta"]
             call.progress_token = meta.get("progressToken")
-            call.log_level = meta.get(transport.META_LOG_LEVEL)
+            call.log_level = meta.get(rules.META_LOG_LEVEL)
             if message.method in STREAMING_METHODS and (
                 call.progress_token is not None or call.log_level is not None
             ):
@@ -157,12 +159,12 @@ class McpServer:
             return transport.error_response(jsonrpc.request_id_of(payload), error)
 
     def _check_version(self, headers: Mapping[str, str], message: Message) -> dict[str, Any]:
-        version = transport.header(headers, "mcp-protocol-version")
+        version = rules.header(headers, "mcp-protocol-version")
         if version is None:
             raise RpcError(
                 jsonrpc.HEADER_MISMATCH, "Missing MCP-Protocol-Version header", http_status=400
             )
-        return transport.check_modern_request(headers, message, SUPPORTED_VERSIONS)
+        return rules.check_modern_request(headers, message, SUPPORTED_VERSIONS)
 
     async def _serve(self, call: Call, method: Any) -> dict[str, Any]:
         """Run one method and count it; the JSON-RPC response (result or error)."""

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from loadtest.haproxy import HAProxy
-from server.process import free_port
+from server.harness.process import free_port
 
 
 def alive(pid: int) -> bool:

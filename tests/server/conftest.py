@@ -12,8 +12,8 @@ import pytest
 from server.app import create_app
 from server.client import Handlers, MrtrClient, accept, sampled
 from server.config import ServerConfig, StateKey
-from server.conformance_suite import SuiteNotInstalled, suite_paths
-from server.process import ServerProcess
+from server.harness.conformance import SuiteNotInstalled, suite_paths
+from server.harness.process import ServerProcess
 
 KEY_A = StateKey("a", bytes(range(32)))
 KEY_B = StateKey("b", bytes(range(1, 33)))

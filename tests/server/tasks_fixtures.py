@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from loadtest.redis_server import RedisServer
-from server.auth import mint_token
 from server.client import Exchange, parse_body, task_capabilities
-from server.process import ServerProcess
+from server.harness.process import ServerProcess
+from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
 
 #: Replicas poll fast in tests, so whole task flows take a fraction of a second.

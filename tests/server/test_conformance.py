@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.conformance_suite import report, run_suite
+from server.harness.conformance import report, run_suite
 
 # The scenarios the MRTR server issue names; all must pass.
 REQUIRED = [

@@ -6,7 +6,7 @@ from typing import Any
 
 from server.app import create_app
 from server.client import Handlers, MrtrClient, accept, decline
-from server.demo import crunch_start, crunch_units
+from server.tools.demo import crunch_start, crunch_units
 from tests.server.conftest import make_config, user_answers
 
 

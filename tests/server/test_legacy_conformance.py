@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from server.conformance_suite import report, run_suite
-from server.process import ServerProcess
+from server.harness.conformance import report, run_suite
+from server.harness.process import ServerProcess
 
 # The scenarios the legacy elicitation issue names; all must pass.
 REQUIRED = [

@@ -17,9 +17,8 @@ import pytest
 
 from loadtest.haproxy import Backend, HAProxy, render_config
 from loadtest.redis_server import RedisServer
-from server.client import McpError
-from server.legacy_client import LegacyClient
-from server.process import ServerProcess, free_port, wait_until_healthy
+from server.client import LegacyClient, McpError
+from server.harness.process import ServerProcess, free_port, wait_until_healthy
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env, user_answers
 from tests.server.probes import health, holds_nothing, metric, wait_for
 

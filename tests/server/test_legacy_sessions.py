@@ -13,11 +13,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.auth import mint_token
-from server.client import Handlers, McpError, accept
+from server.client import Handlers, LegacyClient, McpError, accept
 from server.config import ConfigError
-from server.demo import crunch_start, crunch_units
-from server.legacy_client import LegacyClient
+from server.tools.demo import crunch_start, crunch_units
+from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, make_config
 
 LEGACY = "2025-11-25"

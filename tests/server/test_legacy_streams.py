@@ -20,9 +20,15 @@ import uvicorn
 from mcp import Client, types
 
 from server.app import create_app
-from server.client import Handlers, McpError, accept
-from server.legacy_client import AsyncLegacyClient, LegacyClient, LegacyExchange
-from server.process import ServerProcess, free_port, wait_until_healthy
+from server.client import (
+    AsyncLegacyClient,
+    Handlers,
+    LegacyClient,
+    LegacyExchange,
+    McpError,
+    accept,
+)
+from server.harness.process import ServerProcess, free_port, wait_until_healthy
 from tests.server.conftest import make_config, user_answers
 from tests.server.probes import health, holds_nothing, metric, wait_for
 

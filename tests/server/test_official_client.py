@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client, types
 
-from server.process import ServerProcess
+from server.harness.process import ServerProcess
 
 
 async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:

@@ -9,10 +9,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
-from server.auth import mint_token
 from server.client import Handlers, McpError, MrtrClient, accept
-from server.jsonrpc import INVALID_PARAMS
-from server.state import Origin, StateError, StateSealer, arguments_digest
+from server.mrtr.state import Origin, StateError, StateSealer, arguments_digest
+from server.protocol.jsonrpc import INVALID_PARAMS
+from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, KEY_A, KEY_B, make_config
 
 ANSWERS = Handlers(elicit=lambda params: accept(resolution="Duplicate"))

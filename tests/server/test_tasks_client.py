@@ -17,7 +17,7 @@ from server.client import (
     MrtrClient,
     accept,
 )
-from server.process import ServerProcess
+from server.harness.process import ServerProcess
 from tests.server.tasks_fixtures import (
     POLL_INTERVAL_MS,
     RoundRobin,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from server.process import ServerProcess
+from server.harness.process import ServerProcess
 from tests.server.tasks_fixtures import FORM, RpcFailed, Wire, running_replicas, token
 
 CONFIRM_SCHEMA = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from server.process import ServerProcess
+from server.harness.process import ServerProcess
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_url, running_replicas
 
 __all__ = ["redis_url"]  # a fixture, used below

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
-from server.process import free_port
-from server.task_store import (
+from server.harness.process import free_port
+from server.tasks.store import (
     WORKING,
     RedisTaskStore,
     TaskRecord,
@@ -20,7 +20,7 @@ from server.task_store import (
     now_ms,
     open_task_store,
 )
-from server.task_worker import sweep_periodically
+from server.tasks.worker import sweep_periodically
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, redis_url, running_replicas
 
 __all__ = ["redis_url"]  # a fixture, used below

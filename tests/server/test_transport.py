@@ -10,8 +10,8 @@ import jwt
 import pytest
 from starlette.testclient import TestClient
 
-from server.auth import ANONYMOUS, Authenticator, mint_token
 from server.client import MrtrClient
+from server.transport.auth import ANONYMOUS, Authenticator, mint_token
 from tests.server.conftest import JWT_SECRET
 from tests.server.test_bad_input import META, headers
 

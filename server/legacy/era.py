@@ -31,18 +31,20 @@ from prometheus_client import Counter, Gauge
 from starlette.requests import Request
 from starlette.responses import Response
 
-from server import jsonrpc, transport
-from server.catalog import Catalog, Handler
 from server.config import ServerConfig
-from server.context import LOG_LEVELS, Context, Replica, missing_capability
-from server.footprint import held_bytes
-from server.inputs import InputRequest
-from server.jsonrpc import Message, RpcError, invalid_params
-from server.legacy_store import Delivery, Session, StoreUnavailable, open_store
-from server.methods import SERVER_INFO, Call, Method, Methods
-from server.metrics import ServerMetrics
+from server.core.catalog import Catalog, Handler
+from server.core.context import LOG_LEVELS, Context, Replica, missing_capability
+from server.core.methods import SERVER_INFO, Call, Method, Methods
+from server.core.metrics import ServerMetrics
+from server.legacy.footprint import held_bytes
+from server.legacy.store import Delivery, Session, StoreUnavailable, open_store
+from server.protocol import headers as rules
+from server.protocol import jsonrpc
+from server.protocol.inputs import InputRequest
+from server.protocol.jsonrpc import Message, RpcError, invalid_params
+from server.transport import streamable as transport
 
-log = logging.getLogger("server.legacy")
+log = logging.getLogger("server.legacy.era")
 
 LEGACY_VERSION = "2025-11-25"
 SESSION_HEADER = "mcp-session-id"
@@ -78,7 +80,7 @@ def is_legacy_request(headers: Mapping[str, str], payload: Any) -> bool:
     session id is legacy; anything else is left to the 2026-07-28 rules (which require the
     header).
     """
-    version = transport.header(headers, "mcp-protocol-version")
+    version = rules.header(headers, "mcp-protocol-version")
     if version is not None:
         return version == LEGACY_VERSION
     if headers.get(SESSION_HEADER):
@@ -88,7 +90,7 @@ def is_legacy_request(headers: Mapping[str, str], payload: Any) -> bool:
 
 def ends_legacy_session(request: Request) -> bool:
     """Whether a DELETE names a legacy session (else it is 405, as under 2026-07-28)."""
-    version = transport.header(request.headers, "mcp-protocol-version")
+    version = rules.header(request.headers, "mcp-protocol-version")
     return bool(request.headers.get(SESSION_HEADER)) and version in (None, LEGACY_VERSION)
 
 
@@ -124,7 +126,7 @@ class HeldCall:
     stream: AsyncIterator[bytes] | None = None
     #: Server-side ids of the requests sent to the client and not answered yet.
     waiting_for: set[str] = field(default_factory=set)
-    #: Estimated bytes this call keeps alive while it waits (see `server.footprint`).
+    #: Estimated bytes this call keeps alive while it waits (see `server.legacy.footprint`).
     held_bytes: int = 0
 
 
@@ -376,7 +378,7 @@ class LegacyEra:
         }
 
     def measure(self, held: HeldCall) -> None:
-        """Estimate the bytes a waiting call keeps alive (see `server.footprint`)."""
+        """Estimate the bytes a waiting call keeps alive (see `server.legacy.footprint`)."""
         if held.waiting_for:
             roots = [r for r in (held, held.task, held.stream) if r is not None]
             held.held_bytes = held_bytes(*roots, shared=self._shared)
@@ -474,7 +476,7 @@ class LegacyEra:
         return response
 
     async def _session(self, request: Request, principal: str) -> Session:
-        session_id = transport.header(request.headers, SESSION_HEADER)
+        session_id = rules.header(request.headers, SESSION_HEADER)
         if not session_id:
             raise RpcError(
                 jsonrpc.INVALID_REQUEST,

@@ -21,10 +21,10 @@ from typing import Any
 
 import yaml
 
-from server.process import ServerProcess
+from server.harness.process import ServerProcess
 
 PACKAGE = "@modelcontextprotocol/conformance"
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _TIMESTAMP = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z\Z")
 
 

@@ -29,7 +29,15 @@ from typing import Any
 
 import httpx
 
-from server.client import CLIENT_INFO, Handlers, McpError, Round, _ClientBase, result_of, text_of
+from server.client.mrtr import (
+    CLIENT_INFO,
+    Handlers,
+    McpError,
+    Round,
+    _ClientBase,
+    result_of,
+    text_of,
+)
 
 LEGACY_VERSION = "2025-11-25"
 SESSION_HEADER = "Mcp-Session-Id"

@@ -28,10 +28,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from server.catalog import Catalog
-from server.context import Context, InputRequired, MrtrChannel, Notify, Replica
-from server.jsonrpc import INTERNAL_ERROR, RpcError
-from server.task_store import (
+from server.core.catalog import Catalog
+from server.core.context import Context, InputRequired, MrtrChannel, Notify, Replica
+from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError
+from server.tasks.store import (
     COMPLETED,
     FAILED,
     INPUT_REQUIRED,
@@ -42,7 +42,7 @@ from server.task_store import (
     now_ms,
 )
 
-log = logging.getLogger("server.tasks")
+log = logging.getLogger("server.tasks.methods")
 
 
 class TaskChannel(MrtrChannel):

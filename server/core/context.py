@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from server.inputs import Elicited, InputRequest, Sampled, elicitation, roots, sampling
-from server.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
+from server.protocol.inputs import Elicited, InputRequest, Sampled, elicitation, roots, sampling
+from server.protocol.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
 
 
 class InputRequired(Exception):

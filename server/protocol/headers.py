@@ -1,4 +1,4 @@
-"""Streamable HTTP: the rules a POST to /mcp must follow before any method runs.
+"""The 2026-07-28 request rules a gateway can see: headers and `_meta` names, and checks.
 
 For protocol 2026-07-28 every request is self-contained: the protocol version, client
 info and client capabilities ride in `params._meta`, and the headers `MCP-Protocol-Version`,
@@ -6,6 +6,8 @@ info and client capabilities ride in `params._meta`, and the headers `MCP-Protoc
 can route without parsing JSON. A header that disagrees with the body is a 400 with
 HeaderMismatch (-32020); an unknown version is a 400 with UnsupportedProtocolVersion
 (-32022) listing the versions this server speaks.
+
+Standard library only: both the server and the reference clients use these names.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-
-from server import jsonrpc
-from server.jsonrpc import HEADER_MISMATCH, UNSUPPORTED_PROTOCOL_VERSION, Message, RpcError
+from server.protocol import jsonrpc
+from server.protocol.jsonrpc import (
+    HEADER_MISMATCH,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Message,
+    RpcError,
+)
 
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
@@ -38,62 +41,6 @@ NAMED_METHODS = {
     "tasks/update": "taskId",
     "tasks/cancel": "taskId",
 }
-LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
-JSON_CONTENT_TYPE = "application/json"
-
-
-class BodyTooLarge(Exception):
-    """A request body over the configured limit (HTTP 413)."""
-
-
-def request_headers(request: Request) -> dict[str, str]:
-    """The request's headers as a plain dict (lowercase names), built once per request.
-
-    Starlette's `Headers` scans its list on every lookup; the request path looks up a
-    handful of headers, so one pass into a dict is cheaper.
-    """
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
-
-
-async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: int) -> bytes:
-    """The request body, refusing to buffer more than `limit_bytes`."""
-    declared = headers.get("content-length")
-    if declared is not None and declared.isdigit():
-        if int(declared) > limit_bytes:
-            raise BodyTooLarge()
-        return await request.body()  # the server stops reading at Content-Length
-    chunks = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit_bytes:
-            raise BodyTooLarge()
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-_local_host_values: dict[str, bool] = {}
-
-
-def is_local_request(headers: Mapping[str, str]) -> bool:
-    """Whether Host and Origin name this machine (DNS-rebinding protection on loopback)."""
-    host = headers.get("host", "")
-    local = _local_host_values.get(host)
-    if local is None:
-        if len(_local_host_values) > 1024:
-            _local_host_values.clear()
-        local = _local_host_values[host] = _hostname(f"//{host}") in LOCAL_HOSTS
-    if not local:
-        return False
-    origin = headers.get("origin")
-    return origin is None or origin == "null" or _hostname(origin) in LOCAL_HOSTS
-
-
-def _hostname(url: str) -> str:
-    try:
-        return (urlsplit(url).hostname or "").lower()
-    except ValueError:
-        return ""
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:
@@ -197,28 +144,4 @@ def unsupported_version(requested: Any, supported_versions: list[str]) -> RpcErr
         "Unsupported protocol version",
         {"supported": supported_versions, "requested": str(requested)},
         http_status=400,
-    )
-
-
-def json_response(body: dict[str, Any], status: int = 200) -> Response:
-    """One JSON-RPC message as an application/json response."""
-    return Response(jsonrpc.encode(body), status_code=status, media_type=JSON_CONTENT_TYPE)
-
-
-def error_response(rid: jsonrpc.RequestId, error: RpcError) -> Response:
-    """A JSON-RPC error with the HTTP status the transport rules give it."""
-    return json_response(jsonrpc.error_response(rid, error), error.http_status)
-
-
-def sse_event(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC message as a Server-Sent Event."""
-    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n"
-
-
-def sse_response(events: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> Response:
-    """A text/event-stream response that proxies must not buffer."""
-    return StreamingResponse(
-        events,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
     )

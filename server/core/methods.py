@@ -11,15 +11,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from server.catalog import Catalog, Handler
-from server.context import Context, MrtrChannel, Notify, Replica
-from server.jsonrpc import Message, RpcError, invalid_params
-from server.mrtr import MrtrRunner
-from server.state import Origin, arguments_digest
-from server.transport import check_param_headers
+from server.core.catalog import Catalog, Handler
+from server.core.context import Context, MrtrChannel, Notify, Replica
+from server.mrtr.runner import MrtrRunner
+from server.mrtr.state import Origin, arguments_digest
+from server.protocol.headers import check_param_headers
+from server.protocol.jsonrpc import Message, RpcError, invalid_params
 
 if TYPE_CHECKING:
-    from server.tasks import TaskMethods
+    from server.tasks.methods import TaskMethods
 
 MODERN_VERSION = "2026-07-28"
 SERVER_INFO = {"name": "mrtr-lab", "title": "MRTR Lab server", "version": "0.1.0"}

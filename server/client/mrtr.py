@@ -27,8 +27,8 @@ from typing import Any
 
 import httpx
 
-from server.inputs import ELICIT, LIST_ROOTS, SAMPLE
-from server.transport import NAMED_METHODS
+from server.protocol.headers import NAMED_METHODS
+from server.protocol.inputs import ELICIT, LIST_ROOTS, SAMPLE
 
 PROTOCOL_VERSION = "2026-07-28"
 CLIENT_INFO = {"name": "mrtr-lab-client", "version": "0.1.0"}

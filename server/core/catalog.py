@@ -15,7 +15,7 @@ from typing import Any
 
 import fastjsonschema
 
-from server.context import Context
+from server.core.context import Context
 
 Handler = Callable[[Context], Awaitable[dict[str, Any]]]
 

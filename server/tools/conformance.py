@@ -11,11 +11,11 @@ import base64
 import json
 from typing import Any
 
-from server.catalog import Catalog
-from server.content import prompt_result, resource_result, text, tool_result
-from server.context import Context
-from server.inputs import elicitation, roots, sampling
-from server.jsonrpc import INTERNAL_ERROR, RpcError
+from server.core.catalog import Catalog
+from server.core.context import Context
+from server.protocol.content import prompt_result, resource_result, text, tool_result
+from server.protocol.inputs import elicitation, roots, sampling
+from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError
 
 # A 1x1 red PNG and a tiny silent WAV: the smallest valid media the scenarios accept.
 RED_PIXEL_PNG = base64.b64encode(

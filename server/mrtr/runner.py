@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.catalog import Handler
-from server.context import BecomeTask, Context, InputRequired, MrtrChannel, Offload
-from server.jsonrpc import invalid_params
-from server.metrics import ServerMetrics
-from server.state import Origin, StateError, StateSealer
+from server.core.catalog import Handler
+from server.core.context import BecomeTask, Context, InputRequired, MrtrChannel, Offload
+from server.core.metrics import ServerMetrics
+from server.mrtr.state import Origin, StateError, StateSealer
+from server.protocol.jsonrpc import invalid_params
 
 ContextFactory = Callable[[MrtrChannel, dict[str, Any]], Context]
 

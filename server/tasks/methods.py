@@ -2,8 +2,8 @@
 
 A persistent tool does long work whose state the server keeps while it waits for the
 user. The client starts it with `tools/call`; the server answers with a task and runs the
-tool in the background (`server.task_worker`), keeping everything in the task store
-(`server.task_store`) so that any replica can report on it or take the user's answer.
+tool in the background (`server.tasks.worker`), keeping everything in the task store
+(`server.tasks.store`) so that any replica can report on it or take the user's answer.
 
 Two method sets share one store, chosen per request by what the client declares in
 `_meta.io.modelcontextprotocol/clientCapabilities`:
@@ -33,18 +33,18 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from server.catalog import Handler, Tool
-from server.context import BecomeTask
-from server.inputs import InputRequest
-from server.jsonrpc import (
+from server.core.catalog import Handler, Tool
+from server.core.context import BecomeTask
+from server.core.methods import Call
+from server.protocol.inputs import InputRequest
+from server.protocol.jsonrpc import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     RpcError,
     invalid_params,
 )
-from server.methods import Call
-from server.task_store import (
+from server.tasks.store import (
     CANCELLED,
     COMPLETED,
     FAILED,
@@ -55,7 +55,7 @@ from server.task_store import (
     TaskStoreError,
     now_ms,
 )
-from server.task_worker import TaskWorker
+from server.tasks.worker import TaskWorker
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 RELATED_TASK = "io.modelcontextprotocol/related-task"

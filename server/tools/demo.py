@@ -1,6 +1,6 @@
 """The lab's demo tools, prompt and resource: the seed's examples, runnable.
 
-Each handler is written once and runs under both protocol eras (see `server.context`).
+Each handler is written once and runs under both protocol eras (see `server.core.context`).
 Under MRTR a handler is re-run from the top on every retry, so everything before a
 question is cheap and deterministic, and expensive progress lives in `ctx.state`.
 """
@@ -11,11 +11,11 @@ import asyncio
 import hashlib
 from typing import Any
 
-from server.catalog import Catalog
-from server.content import prompt_result, resource_result, tool_result
-from server.context import Context
-from server.inputs import elicitation, sampling
-from server.jsonrpc import invalid_params
+from server.core.catalog import Catalog
+from server.core.context import Context
+from server.protocol.content import prompt_result, resource_result, tool_result
+from server.protocol.inputs import elicitation, sampling
+from server.protocol.jsonrpc import invalid_params
 
 LOGIN_SCHEMA = {
     "type": "object",

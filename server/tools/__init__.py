@@ -1,0 +1,1 @@
+"""What the server serves: the demo tools, prompts and resources, and conformance fixtures."""

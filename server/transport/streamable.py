@@ -1,0 +1,100 @@
+"""Streamable HTTP on Starlette: reading a POST to /mcp and writing JSON or SSE back.
+
+The request's headers once as a dict, the body within its limit, whether Host and Origin
+name this machine, and the two response shapes (one JSON message, or a stream of
+Server-Sent Events). What the headers must say is `server.protocol.headers`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from server.protocol import jsonrpc
+from server.protocol.jsonrpc import RpcError
+
+LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
+JSON_CONTENT_TYPE = "application/json"
+
+
+class BodyTooLarge(Exception):
+    """A request body over the configured limit (HTTP 413)."""
+
+
+def request_headers(request: Request) -> dict[str, str]:
+    """The request's headers as a plain dict (lowercase names), built once per request.
+
+    Starlette's `Headers` scans its list on every lookup; the request path looks up a
+    handful of headers, so one pass into a dict is cheaper.
+    """
+    return {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
+
+
+async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: int) -> bytes:
+    """The request body, refusing to buffer more than `limit_bytes`."""
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit():
+        if int(declared) > limit_bytes:
+            raise BodyTooLarge()
+        return await request.body()  # the server stops reading at Content-Length
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise BodyTooLarge()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_local_host_values: dict[str, bool] = {}
+
+
+def is_local_request(headers: Mapping[str, str]) -> bool:
+    """Whether Host and Origin name this machine (DNS-rebinding protection on loopback)."""
+    host = headers.get("host", "")
+    local = _local_host_values.get(host)
+    if local is None:
+        if len(_local_host_values) > 1024:
+            _local_host_values.clear()
+        local = _local_host_values[host] = _hostname(f"//{host}") in LOCAL_HOSTS
+    if not local:
+        return False
+    origin = headers.get("origin")
+    return origin is None or origin == "null" or _hostname(origin) in LOCAL_HOSTS
+
+
+def _hostname(url: str) -> str:
+    try:
+        return (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return ""
+
+
+def json_response(body: dict[str, Any], status: int = 200) -> Response:
+    """One JSON-RPC message as an application/json response."""
+    return Response(jsonrpc.encode(body), status_code=status, media_type=JSON_CONTENT_TYPE)
+
+
+def error_response(rid: jsonrpc.RequestId, error: RpcError) -> Response:
+    """A JSON-RPC error with the HTTP status the transport rules give it."""
+    return json_response(jsonrpc.error_response(rid, error), error.http_status)
+
+
+def sse_event(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as a Server-Sent Event."""
+    return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n"
+
+
+def sse_response(events: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> Response:
+    """A text/event-stream response that proxies must not buffer."""
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
+    )
