@@ -7,6 +7,7 @@
     python -m loadtest swarm [--replicas 3]       # Locust's web UI against an MRTR cluster
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette vs the SDK, with wrk
     python -m loadtest calibrate [--json out.json]  # labsim's predictions vs the live cluster
+    python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
 """
 
 from __future__ import annotations
@@ -137,6 +138,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_measure(args: argparse.Namespace) -> int:
+    from loadtest.measure import run_measure
+
+    document = run_measure(held_calls=args.held_calls, stretch_s=args.stretch_s)
+    _write(document, args.json)
+    print(json.dumps(document["values"], indent=2))
+    return 0
+
+
 def print_table(summaries: list[dict[str, Any]]) -> None:
     """One row per run: outcomes, re-prompts, latency and throughput."""
     header = (
@@ -211,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--duration", dest="duration_s", type=float, default=12.0)
     calibrate.add_argument("--json", default=None, help="write the report here")
     calibrate.set_defaults(run=cmd_calibrate)
+    measure = sub.add_parser("measure", help="measure the simulation's inputs on live replicas")
+    measure.add_argument("--held-calls", type=int, default=200, help="legacy calls held at once")
+    measure.add_argument("--stretch", dest="stretch_s", type=float, default=5.0, help="seconds")
+    measure.add_argument("--json", default=None, help="write the parameter file here")
+    measure.set_defaults(run=cmd_measure)
     return parser
 
 

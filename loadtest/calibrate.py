@@ -23,11 +23,10 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
-
 from labsim import simulate
 from labsim.params import ServiceTime, SimParams
 from loadtest.config import LoadTestConfig
+from loadtest.replica_cpu import CpuStretch, cpu_seconds, fit_cpu_per_round
 from loadtest.scenarios import run_scenario
 
 #: Calls per second offered at each level (a small share of one core's capacity first).
@@ -38,13 +37,6 @@ THINK_MEDIAN_S = 0.02
 #: Seconds at the start of each level left out of the measurement (warm-up removal).
 WARMUP_S = 2.0
 THINK_SIGMA = 0.3
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far, from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure_level(rate_per_s: float, duration_s: float) -> dict[str, Any]:
@@ -107,19 +99,13 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def service_time(levels: list[dict[str, Any]]) -> tuple[float, float]:
-    """CPU seconds per round, and background CPU per second, fitted over the levels.
-
-    A replica also burns CPU when idle (health checks, timers); at a low load that would
-    inflate the cost of each round, so CPU = background x time + service x rounds is
-    fitted by least squares across the levels.
-    """
-    spans = np.array([lv["replica_cpu_span_s"] for lv in levels])
-    rounds = np.array([lv["rounds_served"] for lv in levels], dtype=float)
-    cpu = np.array([lv["replica_cpu_s"] for lv in levels])
-    (idle, per_round), *_ = np.linalg.lstsq(np.column_stack([spans, rounds]), cpu, rcond=None)
-    if per_round <= 0 or idle < 0:  # a fit the noise spoiled: fall back to the plain ratio
-        return float(cpu.sum() / max(rounds.sum(), 1)), 0.0
-    return float(per_round), float(idle)
+    """CPU seconds per round, and background CPU per second, fitted over the levels."""
+    return fit_cpu_per_round(
+        [
+            CpuStretch(lv["replica_cpu_s"], lv["replica_cpu_span_s"], lv["rounds_served"])
+            for lv in levels
+        ]
+    )
 
 
 def network_delay(median_s: float, p95_s: float) -> tuple[float, float]:

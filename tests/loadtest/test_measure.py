@@ -1,0 +1,75 @@
+"""The measurement of the simulation's inputs: the fit, the file format, a short live run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from loadtest.haproxy import HAProxy
+from loadtest.replica_cpu import CpuStretch, fit_cpu_per_round
+
+VALUES = {
+    "held_call_bytes": int,
+    "request_overhead_s": float,
+    "seal_cpu_s": float,
+    "open_cpu_s": float,
+    "request_bytes": int,
+    "response_bytes": int,
+    "network_rtt_s": float,
+    "network_rtt_cv": float,
+}
+MEASURED = Path(__file__).parents[2] / "labsim" / "measured.json"
+
+
+def test_the_cpu_fit_separates_idle_work_from_work_per_round() -> None:
+    # 0.02 CPU-s per second idle, 0.3 ms per round: the fit finds both.
+    stretches = [
+        CpuStretch(cpu_s=0.02 * span + 0.0003 * rounds, span_s=span, rounds=rounds)
+        for span, rounds in ((5.0, 0), (5.0, 2000), (4.0, 6000))
+    ]
+    per_round, idle = fit_cpu_per_round(stretches)
+    assert per_round == pytest.approx(0.0003)
+    assert idle == pytest.approx(0.02)
+
+
+def check_format(document: dict) -> None:
+    assert document["command"] == "python -m loadtest measure --json labsim/measured.json"
+    assert document["measured_at"].endswith("Z")
+    assert set(document["values"]) == set(VALUES)
+    for name, kind in VALUES.items():
+        assert isinstance(document["values"][name], kind), name
+        assert document["values"][name] > 0, name
+
+
+def test_the_committed_parameter_file_is_a_measurement_in_the_agreed_format() -> None:
+    document = json.loads(MEASURED.read_text())
+    check_format(document)
+    held = document["details"]["held_calls"]["sticky"]
+    assert document["values"]["held_call_bytes"] == round(held["rss_bytes_per_call"])
+
+
+@pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+def test_a_short_live_measurement_writes_the_parameter_file(tmp_path: Path) -> None:
+    out = tmp_path / "measured.json"
+    command = [sys.executable, "-m", "loadtest", "measure", "--held-calls", "20", "--stretch", "1"]
+    run = subprocess.run(
+        [*command, "--json", str(out)], capture_output=True, text=True, timeout=240
+    )
+    assert run.returncode == 0, run.stderr
+    assert "held calls" in run.stderr and "rounds" in run.stderr  # progress on stderr
+    document = json.loads(out.read_text())
+    check_format(document)
+    details = document["details"]
+    for arch in ("sticky", "sse-store"):
+        assert details["held_calls"][arch]["calls"] == 20
+        assert details["held_calls"][arch]["object_graph_bytes_per_call"] > 1000
+    rounds = details["rounds"]
+    assert rounds["failed_calls"] == 0
+    idle, light, busy = rounds["stretches"]
+    assert idle["rounds"] == 0 and light["rounds"] > 0 and busy["rounds"] > 0
+    # A round's body carries at least a JSON-RPC envelope and a tool name.
+    assert document["values"]["request_bytes"] > 100
