@@ -5,7 +5,7 @@ stream until the answer comes. Here N `get_weather` calls are opened against one
 and left waiting at their question; the growth of the replica's resident memory (VmRSS),
 divided by N, is what one held call costs, with its HTTP connection and socket buffers.
 The replica's own object-graph estimate (`/healthz` `waiting_memory_bytes`, see
-`server/footprint.py`) is read at the same moment. A few calls are held and released first,
+`server/legacy/footprint.py`) is read at the same moment. A few calls are held and released first,
 so that memory the process allocates once (buffers, caches, code paths run the first time)
 is not charged to the measured calls.
 """
@@ -18,8 +18,7 @@ from collections.abc import Callable, Sequence
 
 import httpx
 
-from server.client import Handlers, accept
-from server.legacy_client import AsyncLegacyClient
+from server.client import AsyncLegacyClient, Handlers, accept
 
 #: Calls held and released before the measurement, to warm the replica up.
 WARMUP_CALLS = 20

@@ -172,13 +172,19 @@ def run_measure(
         "measured_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "values": {
             "held_call_bytes": round(held["sticky"]["rss_bytes_per_call"]),
-            "request_overhead_s": rounds["cpu_per_round_s"],
-            "seal_cpu_s": state["seal_us"] * 1e-6,
-            "open_cpu_s": state["open_us"] * 1e-6,
+            "request_overhead_s": _figure(rounds["cpu_per_round_s"]),
+            "seal_cpu_s": _figure(state["seal_us"] * 1e-6),
+            "open_cpu_s": _figure(state["open_us"] * 1e-6),
             "request_bytes": round(rounds["request_bytes_mean"]),
             "response_bytes": round(rounds["response_bytes_mean"]),
-            "network_rtt_s": rounds["network_delay_s"]["mean"],
-            "network_rtt_cv": rounds["network_delay_s"]["cv"],
+            "network_rtt_s": _figure(rounds["network_delay_s"]["mean"]),
+            "network_rtt_cv": _figure(rounds["network_delay_s"]["cv"]),
         },
         "details": {"held_calls": held, "rounds": rounds, "request_state": state},
     }
+
+
+def _figure(value: float) -> float:
+    """Three significant figures: what the noise of one run leaves meaningful (params.py
+    copies these literals)."""
+    return float(f"{value:.3g}")

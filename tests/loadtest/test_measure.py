@@ -9,19 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from labsim.measured import MEASURED_FIELDS
 from loadtest.haproxy import HAProxy
 from loadtest.replica_cpu import CpuStretch, fit_cpu_per_round
 
-VALUES = {
-    "held_call_bytes": int,
-    "request_overhead_s": float,
-    "seal_cpu_s": float,
-    "open_cpu_s": float,
-    "request_bytes": int,
-    "response_bytes": int,
-    "network_rtt_s": float,
-    "network_rtt_cv": float,
-}
 MEASURED = Path(__file__).parents[2] / "labsim" / "measured.json"
 
 
@@ -39,8 +30,8 @@ def test_the_cpu_fit_separates_idle_work_from_work_per_round() -> None:
 def check_format(document: dict) -> None:
     assert document["command"] == "python -m loadtest measure --json labsim/measured.json"
     assert document["measured_at"].endswith("Z")
-    assert set(document["values"]) == set(VALUES)
-    for name, kind in VALUES.items():
+    assert set(document["values"]) == set(MEASURED_FIELDS)
+    for name, kind in MEASURED_FIELDS.items():
         assert isinstance(document["values"][name], kind), name
         assert document["values"][name] > 0, name
 
