@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -20,25 +19,27 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from server.config import ServerConfig
+from server.core.call import Call, Method
 from server.core.catalog import Catalog
 from server.core.context import Replica
-from server.core.methods import MODERN_VERSION, Call, Methods
+from server.core.dispatch import Dispatcher
+from server.core.methods import MODERN_VERSION, Methods
 from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from server.legacy.era import LEGACY_VERSION, LegacyEra, ends_legacy_session, is_legacy_request
-from server.mrtr.runner import MrtrRunner
+from server.mrtr.runner import MrtrAttempt
 from server.mrtr.state import StateSealer
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
+from server.tasks.attempt import TaskAttempt
 from server.tasks.methods import TaskMethods
 from server.tasks.store import open_task_store
 from server.tasks.worker import TaskWorker, sweep_periodically
 from server.tools.conformance import add_conformance_fixtures
 from server.tools.demo import demo_catalog
 from server.transport import streamable as transport
-from server.transport.auth import Authenticator, AuthError
-
-log = logging.getLogger("server")
+from server.transport.auth import Authenticator
+from server.transport.guard import Guard, Refused
 
 SUPPORTED_VERSIONS = [MODERN_VERSION, LEGACY_VERSION]
 #: Methods whose handlers may send progress or log notifications before their result.
@@ -60,71 +61,79 @@ def build_catalog(config: ServerConfig) -> Catalog:
 
 
 class McpServer:
-    """One replica of the lab's MCP server."""
+    """One replica of the lab's MCP server, composed from its parts in one place.
+
+    The 2026-07-28 path runs handlers through a task attempt wrapping an MRTR attempt;
+    the 2025-11-25 path (`LegacyEra`) through an SSE attempt. Both run their methods with
+    the same `Dispatcher`, behind the same `Guard`.
+    """
 
     def __init__(self, config: ServerConfig, catalog: Catalog | None = None) -> None:
         self.config = config
         self.catalog = catalog if catalog is not None else build_catalog(config)
         self.metrics = ServerMetrics(config.replica_id)
         self.metrics.info.labels(config.replica_id, str(config.tool_version)).set(1)
-        self.metrics.in_flight.set_function(lambda: self.in_flight)
-        self.in_flight = 0
+        self.dispatcher = dispatcher = Dispatcher(self.metrics)
+        self.metrics.in_flight.set_function(lambda: dispatcher.in_flight)
         self.draining = False
-        self.authenticator = Authenticator(config.jwt_secret)
+        self.guard = Guard(Authenticator(config.jwt_secret), loopback_only=config.loopback_only)
         self.sealer = StateSealer(config.state_keys, config.state_ttl_s)
         self.replica = Replica(
             replica_id=config.replica_id,
             tool_version=config.tool_version,
-            in_flight=lambda: self.in_flight,
+            in_flight=lambda: dispatcher.in_flight,
             shed_in_flight_threshold=config.shed_in_flight_threshold,
             shed_every_units=config.shed_every_units,
-        )
-        runner = MrtrRunner(
-            self.sealer,
-            self.metrics,
-            max_rounds=config.max_rounds,
-            max_request_state_bytes=config.max_request_state_bytes,
         )
         self.task_store = open_task_store(config.task_store, timeout_s=config.task_store_timeout_s)
         self.task_worker = TaskWorker(
             self.task_store, self.catalog, self.replica, lease_s=config.task_lease_s
         )
-        tasks = TaskMethods(
+        mrtr = MrtrAttempt(
+            self.sealer,
+            self.metrics,
+            self.replica,
+            max_rounds=config.max_rounds,
+            max_request_state_bytes=config.max_request_state_bytes,
+        )
+        attempt = TaskAttempt(
+            mrtr,
             self.task_store,
             self.task_worker,
             default_ttl_ms=config.task_default_ttl_ms,
             max_ttl_ms=config.task_max_ttl_ms,
             poll_interval_ms=config.task_poll_interval_ms,
-            result_wait_s=config.task_result_wait_s,
+        )
+        tasks = TaskMethods(
+            self.task_store, self.task_worker, result_wait_s=config.task_result_wait_s
         )
         self.methods = Methods(
             self.catalog,
-            runner,
-            self.replica,
+            attempt,
             supported_versions=SUPPORTED_VERSIONS,
             list_ttl_ms=config.list_ttl_ms,
-            tasks=tasks,
+            extensions=tasks.extensions(),
         )
-        self.legacy = LegacyEra(config, self.catalog, self.replica, self.metrics, serve=self._serve)
+        self.table: dict[str, Method] = {**self.methods.table, **tasks.table}
+        self.legacy = LegacyEra(config, self.catalog, self.replica, self.metrics, self.dispatcher)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests this replica is serving now."""
+        return self.dispatcher.in_flight
 
     async def post(self, request: Request) -> Response:
         """Serve one JSON-RPC message POSTed to /mcp."""
         headers = transport.request_headers(request)
-        if self.config.loopback_only and not transport.is_local_request(headers):
-            error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
-            return transport.error_response(None, error)
+        try:
+            principal = self.guard.admit(headers)
+        except Refused as refused:
+            return refused.response
         try:
             body = await transport.read_body(request, headers, self.config.max_body_bytes)
         except transport.BodyTooLarge:
             error = RpcError(jsonrpc.INVALID_REQUEST, "Request body too large", http_status=413)
             return transport.error_response(None, error)
-        try:
-            principal = self.authenticator.principal(headers.get("authorization"))
-        except AuthError as exc:
-            error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
-            response = transport.error_response(None, error)
-            response.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
-            return response
         payload: Any = None
         try:
             payload = jsonrpc.decode(body)
@@ -136,24 +145,29 @@ class McpServer:
                 self.metrics.count_request("notification", "accepted")
                 return Response(status_code=202)
             capabilities = self._check_version(headers, message)
-            method = self.methods.table.get(message.method)
+            method = self.table.get(message.method)
             if method is None:
                 raise RpcError(
                     METHOD_NOT_FOUND, f"Method not found: {message.method}", http_status=404
                 )
-            call = Call(message, principal, capabilities, headers)
             meta = message.params["_meta"]
-            call.progress_token = meta.get("progressToken")
-            call.log_level = meta.get(rules.META_LOG_LEVEL)
+            call = Call(
+                message=message,
+                principal=principal,
+                client_capabilities=capabilities,
+                headers=headers,
+                progress_token=meta.get("progressToken"),
+                log_level=meta.get(rules.META_LOG_LEVEL),
+            )
             if message.method in STREAMING_METHODS and (
                 call.progress_token is not None or call.log_level is not None
             ):
                 # Notifications can only travel on an SSE response stream.
                 return transport.sse_response(self._stream(call, method))
-            return transport.json_response(await self._serve(call, method))
+            return transport.json_response(await self.dispatcher.serve(call, method))
         except RpcError as error:
             method_name = payload.get("method") if isinstance(payload, dict) else None
-            known = isinstance(method_name, str) and method_name in self.methods.table
+            known = isinstance(method_name, str) and method_name in self.table
             label = method_name if known else "other"
             self.metrics.count_request(label, "error")
             return transport.error_response(jsonrpc.request_id_of(payload), error)
@@ -166,32 +180,14 @@ class McpServer:
             )
         return rules.check_modern_request(headers, message, SUPPORTED_VERSIONS)
 
-    async def _serve(self, call: Call, method: Any) -> dict[str, Any]:
-        """Run one method and count it; the JSON-RPC response (result or error)."""
-        rid = call.message.id
-        self.in_flight += 1
-        try:
-            result = await method(call)
-        except RpcError:
-            raise
-        except Exception:
-            log.exception("internal error in %s", call.message.method)
-            self.metrics.count_request(call.message.method, "error")
-            error = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
-            raise error from None
-        finally:
-            self.in_flight -= 1
-        self.metrics.count_request(call.message.method, result["resultType"])
-        return jsonrpc.result_response(rid, result)
-
-    async def _stream(self, call: Call, method: Any) -> AsyncIterator[bytes]:
+    async def _stream(self, call: Call, method: Method) -> AsyncIterator[bytes]:
         """Serve a call whose notifications (progress) go on an SSE stream before its result."""
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         call.notify = queue.put
 
         async def run() -> None:
             try:
-                await queue.put(await self._serve(call, method))
+                await queue.put(await self.dispatcher.serve(call, method))
             except RpcError as error:
                 await queue.put(jsonrpc.error_response(call.message.id, error))
             finally:
@@ -211,7 +207,7 @@ class McpServer:
             "status": "draining" if self.draining else "ok",
             "replica_id": self.config.replica_id,
             "tool_version": self.config.tool_version,
-            "in_flight": self.in_flight,
+            "in_flight": self.dispatcher.in_flight,
             **self.legacy.health(),
         }
         return JSONResponse(body, status_code=503 if self.draining else 200)
@@ -241,15 +237,10 @@ class McpServer:
         """DELETE /mcp ends a legacy session; without one (or under 2026-07-28) it is 405."""
         if not ends_legacy_session(request):
             return await self.not_allowed(request)
-        headers = transport.request_headers(request)
-        if self.config.loopback_only and not transport.is_local_request(headers):
-            error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
-            return transport.error_response(None, error)
         try:
-            principal = self.authenticator.principal(headers.get("authorization"))
-        except AuthError as exc:
-            error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
-            return transport.error_response(None, error)
+            principal = self.guard.admit(transport.request_headers(request))
+        except Refused as refused:
+            return refused.response
         return await self.legacy.delete(request, principal)
 
 

@@ -145,33 +145,43 @@ LOG_LEVELS = {
 }
 
 
+@dataclass(slots=True, kw_only=True)
+class Caller:
+    """Who a handler runs for: the principal, what their client can do, what it asked for.
+
+    A `Call` is a caller with a request; a task run is a caller without one.
+    """
+
+    principal: str
+    client_capabilities: dict[str, Any]
+    progress_token: str | int | None = None
+    log_level: str | None = None
+    notify: Notify | None = None
+
+
 class Context:
     """One run of a handler: its arguments, its caller, its replica and its input channel."""
 
     def __init__(
         self,
-        *,
+        caller: Caller,
         arguments: dict[str, Any],
-        principal: str,
-        client_capabilities: dict[str, Any],
         replica: Replica,
         channel: Channel,
         state: dict[str, Any] | None = None,
-        progress_token: str | int | None = None,
-        log_level: str | None = None,
-        notify: Notify | None = None,
+        *,
         may_become_task: bool = False,
     ) -> None:
         self.arguments = arguments
-        self.principal = principal
-        self.client_capabilities = client_capabilities
+        self.principal = caller.principal
+        self.client_capabilities = caller.client_capabilities
         self.replica = replica
         self.channel = channel
         #: The handler's own progress, carried to the next round (MRTR) or kept in memory.
         self.state: dict[str, Any] = state if state is not None else {}
-        self.progress_token = progress_token
-        self.log_level = log_level
-        self._notify = notify
+        self.progress_token = caller.progress_token
+        self.log_level = caller.log_level
+        self._notify = caller.notify
         #: Whether `become_task` creates a task (an ephemeral attempt the client let the
         #: server run as a task); False inside a task and where there are no tasks.
         self.may_become_task = may_become_task

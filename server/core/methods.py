@@ -1,25 +1,21 @@
-"""The MCP methods of protocol 2026-07-28: discovery, listing, and the three MRTR methods.
+"""The catalog methods every era serves: discovery, listing, and the three that run handlers.
 
-Each method takes a `Call` (the request, its caller, its era's extras) and returns the
-JSON-RPC result. Only `tools/call`, `prompts/get` and `resources/read` may return
-`input_required`; they run their handler through `MrtrRunner`.
+Each method takes a `Call` and returns the JSON-RPC result. `tools/call`, `prompts/get`
+and `resources/read` resolve the request to an `Invocation` (handler, name, checked
+arguments) and run it through the `Attempt` this table was built with: the replica
+decides there whether a handler that asks for input ends `input_required` (MRTR), becomes
+a task, or holds an SSE stream (legacy). The table knows none of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-from server.core.catalog import Catalog, Handler
-from server.core.context import Context, MrtrChannel, Notify, Replica
-from server.mrtr.runner import MrtrRunner
-from server.mrtr.state import Origin, arguments_digest
+from server.core.call import Attempt, Call, Invocation, Method
+from server.core.catalog import Catalog
 from server.protocol.headers import check_param_headers
-from server.protocol.jsonrpc import Message, RpcError, invalid_params
-
-if TYPE_CHECKING:
-    from server.tasks.methods import TaskMethods
+from server.protocol.jsonrpc import RpcError, invalid_params
 
 MODERN_VERSION = "2026-07-28"
 SERVER_INFO = {"name": "mrtr-lab", "title": "MRTR Lab server", "version": "0.1.0"}
@@ -30,38 +26,22 @@ INSTRUCTIONS = (
 )
 
 
-@dataclass(slots=True)
-class Call:
-    """One client request being served: the message and who sent it with what abilities."""
-
-    message: Message
-    principal: str
-    client_capabilities: dict[str, Any]
-    headers: Mapping[str, str] | None = None
-    progress_token: str | int | None = None
-    log_level: str | None = None
-    notify: Notify | None = None
-
-
-Method = Callable[[Call], Awaitable[dict[str, Any]]]
-
-
 class Methods:
-    """The 2026-07-28 method table of one replica."""
+    """The catalog methods of one era, running handlers through one `Attempt` strategy."""
 
     def __init__(
         self,
         catalog: Catalog,
-        runner: MrtrRunner,
-        replica: Replica,
+        attempt: Attempt,
         *,
         supported_versions: list[str],
         list_ttl_ms: int,
-        tasks: TaskMethods | None = None,
+        extensions: Mapping[str, Any] | None = None,
     ) -> None:
         self.catalog = catalog
-        self.runner = runner
-        self.replica = replica
+        self.attempt = attempt
+        #: Extensions the server declares (e.g. tasks), beside what the table serves.
+        self.extensions = dict(extensions or {})
         self.supported_versions = supported_versions
         self.list_ttl_ms = list_ttl_ms
         self.table: dict[str, Method] = {
@@ -75,10 +55,6 @@ class Methods:
             "resources/read": self.resources_read,
             "completion/complete": self.complete,
         }
-        #: Persistent tools (tasks), when this replica serves them.
-        self.tasks = tasks
-        if tasks is not None:
-            self.table.update(tasks.table)
 
     def capabilities(self) -> dict[str, Any]:
         """What this server offers, for discovery."""
@@ -88,8 +64,8 @@ class Methods:
             "resources": {"listChanged": False, "subscribe": False},
             "completions": {},
         }
-        if self.tasks is not None:
-            capabilities["extensions"] = self.tasks.extensions()
+        if self.extensions:
+            capabilities["extensions"] = dict(self.extensions)
         return capabilities
 
     def _cacheable(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -142,9 +118,7 @@ class Methods:
             raise invalid_params(f"Invalid arguments for {name}: {'; '.join(errors)}")
         if tool.header_params:
             check_param_headers(call.headers or {}, tool.header_params, arguments)
-        if self.tasks is not None:
-            return await self.tasks.call_tool(call, tool, arguments, self._attempt)
-        return await self._attempt(call, tool.handler, name, arguments)
+        return await self.attempt(call, Invocation(tool.handler, tool.name, arguments, tool))
 
     async def prompts_get(self, call: Call) -> dict[str, Any]:
         params = call.message.params
@@ -156,7 +130,7 @@ class Methods:
         missing = prompt.missing_arguments(arguments)
         if missing:
             raise invalid_params(f"Missing prompt arguments: {', '.join(missing)}")
-        return await self._attempt(call, prompt.handler, name, arguments)
+        return await self.attempt(call, Invocation(prompt.handler, prompt.name, arguments))
 
     async def resources_read(self, call: Call) -> dict[str, Any]:
         uri = call.message.params.get("uri")
@@ -166,41 +140,12 @@ class Methods:
         if found is None:
             raise invalid_params("Resource not found", {"uri": uri})
         resource, variables = found
-        result = await self._attempt(call, resource.handler, uri, {**variables, "uri": uri})
+        invocation = Invocation(resource.handler, uri, {**variables, "uri": uri})
+        result = await self.attempt(call, invocation)
         if result["resultType"] == "complete":
             result["ttlMs"] = 0
             result["cacheScope"] = "private"
         return result
-
-    async def _attempt(
-        self,
-        call: Call,
-        handler: Handler,
-        name: str,
-        arguments: dict[str, Any],
-        *,
-        may_become_task: bool = False,
-    ) -> dict[str, Any]:
-        method = call.message.method
-        origin = Origin(call.principal, method, name, arguments_digest(arguments))
-
-        def make_context(channel: MrtrChannel, state: dict[str, Any]) -> Context:
-            return Context(
-                arguments=arguments,
-                principal=call.principal,
-                client_capabilities=call.client_capabilities,
-                replica=self.replica,
-                channel=channel,
-                state=state,
-                progress_token=call.progress_token,
-                log_level=call.log_level,
-                notify=call.notify,
-                may_become_task=may_become_task,
-            )
-
-        return await self.runner.attempt(
-            handler, call.message.params, origin, make_context, call.client_capabilities
-        )
 
 
 def _arguments(params: dict[str, Any]) -> dict[str, Any]:
@@ -212,4 +157,4 @@ def _arguments(params: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
-__all__ = ["MODERN_VERSION", "Call", "Methods", "RpcError"]
+__all__ = ["MODERN_VERSION", "Methods", "RpcError"]

@@ -23,33 +23,32 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from prometheus_client import Counter, Gauge
 from starlette.requests import Request
 from starlette.responses import Response
 
 from server.config import ServerConfig
-from server.core.catalog import Catalog, Handler
-from server.core.context import LOG_LEVELS, Context, Replica, missing_capability
-from server.core.methods import SERVER_INFO, Call, Method, Methods
+from server.core.call import Call, Method
+from server.core.catalog import Catalog
+from server.core.context import LOG_LEVELS, Replica
+from server.core.dispatch import Dispatcher
+from server.core.methods import SERVER_INFO, Methods
 from server.core.metrics import ServerMetrics
+from server.legacy.channel import HeldCall, SseAttempt, SseChannel, StreamEnd
 from server.legacy.footprint import held_bytes
+from server.legacy.metrics import LegacyMetrics
 from server.legacy.store import Delivery, Session, StoreUnavailable, open_store
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
-from server.protocol.inputs import InputRequest
 from server.protocol.jsonrpc import Message, RpcError, invalid_params
 from server.transport import streamable as transport
 
-log = logging.getLogger("server.legacy.era")
+log = logging.getLogger("server.legacy")
 
 LEGACY_VERSION = "2025-11-25"
 SESSION_HEADER = "mcp-session-id"
-#: The JSON-RPC error code the MCP SDKs use for a request that timed out.
-REQUEST_TIMEOUT = -32001
 #: Methods whose handlers may ask for input, and so may hold an SSE stream.
 HOLDING_METHODS = {"tools/call", "prompts/get", "resources/read"}
 #: Catalog methods served under 2025-11-25, from the shared method table.
@@ -101,214 +100,6 @@ def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-@dataclass(slots=True)
-class LegacyCall(Call):
-    """A legacy request being served: a `Call` plus the channel its handler asks through."""
-
-    channel: SseChannel | None = None
-
-
-@dataclass(slots=True)
-class StreamEnd:
-    """The last message of a held call: its JSON-RPC response."""
-
-    message: dict[str, Any]
-
-
-@dataclass(eq=False)
-class HeldCall:
-    """A legacy call holding its HTTP response open: its stream queue and what it waits for."""
-
-    session_id: str
-    rpc_id: jsonrpc.RequestId
-    queue: asyncio.Queue[dict[str, Any] | StreamEnd] = field(default_factory=asyncio.Queue)
-    task: asyncio.Task[None] | None = None
-    stream: AsyncIterator[bytes] | None = None
-    #: Server-side ids of the requests sent to the client and not answered yet.
-    waiting_for: set[str] = field(default_factory=set)
-    #: Estimated bytes this call keeps alive while it waits (see `server.legacy.footprint`).
-    held_bytes: int = 0
-
-
-class LegacyMetrics:
-    """What `/metrics` shows about legacy sessions, streams and answers."""
-
-    def __init__(self, metrics: ServerMetrics, era: LegacyEra) -> None:
-        registry = metrics.registry
-        self.sessions = Counter(
-            "legacy_sessions",
-            "Legacy sessions by event (created, deleted)",
-            ["event"],
-            registry=registry,
-        )
-        self.server_requests = Counter(
-            "legacy_server_requests",
-            "Requests sent to clients on held SSE streams, by method",
-            ["method"],
-            registry=registry,
-        )
-        self.answers = Counter(
-            "legacy_answers",
-            "Answers POSTed by clients, by outcome (local, relayed, unknown_session, "
-            "unknown_request, store_error)",
-            ["outcome"],
-            registry=registry,
-        )
-        self.answer_timeouts = Counter(
-            "legacy_answer_timeouts",
-            "Held calls ended because the client did not answer in time",
-            registry=registry,
-        )
-        self.store_errors = Counter(
-            "legacy_store_errors",
-            "Operations on the legacy store that failed or timed out, by operation",
-            ["operation"],
-            registry=registry,
-        )
-        gauges = {
-            "legacy_open_sessions": ("Sessions that live only on this replica", era.local_sessions),
-            "legacy_open_streams": ("SSE streams held open now", lambda: era.open_streams),
-            "legacy_waiting_calls": ("Calls waiting for a client's answer", era.waiting_calls),
-            "legacy_waiting_memory_bytes": (
-                "Estimated bytes held by calls waiting for an answer",
-                era.waiting_memory_bytes,
-            ),
-        }
-        for name, (doc, read) in gauges.items():
-            Gauge(name, doc, registry=registry).set_function(read)
-
-
-class SseChannel:
-    """Asks the client on the call's open SSE stream, then waits for the answers.
-
-    Each question becomes a JSON-RPC request with a fresh server-side id, registered in the
-    legacy store so that the answer, wherever it lands, finds its way back here. The
-    coroutine, and everything it references, stays in memory until then.
-    """
-
-    can_offload = False
-
-    def __init__(self, era: LegacyEra, held: HeldCall, session: Session) -> None:
-        self.era = era
-        self.held = held
-        self.session = session
-
-    async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
-        lacking = {r.capability for r in requests.values()} - set(self.session.client_capabilities)
-        if lacking:
-            raise missing_capability(lacking)
-        answers: dict[str, Any] = {}
-        open_requests = dict(requests)
-        # An answer that does not fit is no answer: ask again, a bounded number of times.
-        for _ in range(self.era.config.max_rounds):
-            replies = await self._round_trip(open_requests)
-            for key, reply in replies.items():
-                if "error" in reply:
-                    error = reply.get("error") or {}
-                    raise RpcError(
-                        jsonrpc.INTERNAL_ERROR,
-                        f"the client answered {open_requests[key].method} with an error: "
-                        f"{error.get('message', '')}",
-                        {"clientError": error},
-                    )
-                parsed = open_requests[key].parse(reply.get("result"))
-                if parsed is not None:
-                    answers[key] = parsed
-            open_requests = {k: r for k, r in open_requests.items() if k not in answers}
-            if not open_requests:
-                return answers
-        raise invalid_params(f"no usable answer for {', '.join(open_requests)}; start again")
-
-    async def _round_trip(self, requests: dict[str, InputRequest]) -> dict[str, dict[str, Any]]:
-        """Send each request on the stream and wait for every reply (or time out)."""
-        era, held, session_id = self.era, self.held, self.session.session_id
-        sent: dict[str, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
-        try:
-            for key, request in requests.items():
-                rid = era.new_request_id()
-                sent[key] = (rid, await era.store.expect(session_id, rid))
-                held.waiting_for.add(rid)
-                message = {"jsonrpc": "2.0", "id": rid, **request.to_wire()}
-                await held.queue.put(message)
-                era.metrics.server_requests.labels(request.method).inc()
-            # Measured once the task is suspended, when its whole await chain is visible.
-            asyncio.get_running_loop().call_soon(era.measure, held)
-            try:
-                async with asyncio.timeout(era.config.legacy_answer_timeout_s):
-                    replies = await asyncio.gather(*(future for _, future in sent.values()))
-            except TimeoutError:
-                era.metrics.answer_timeouts.inc()
-                for rid, future in sent.values():
-                    # gather cancelled the futures still waiting when time ran out.
-                    if future.cancelled() or not future.done():
-                        await held.queue.put(_cancelled(rid, "no answer in time"))
-                raise RpcError(
-                    REQUEST_TIMEOUT,
-                    f"no answer within {era.config.legacy_answer_timeout_s:g} s to "
-                    f"{', '.join(r.method for r in requests.values())}; the call is abandoned",
-                ) from None
-            return dict(zip(sent, replies, strict=True))
-        except StoreUnavailable as exc:
-            era.metrics.store_errors.labels(exc.operation).inc()
-            raise RpcError(jsonrpc.INTERNAL_ERROR, str(exc)) from None
-        finally:
-            held.held_bytes = 0
-            for rid, _ in sent.values():
-                held.waiting_for.discard(rid)
-                await era.forget(session_id, rid)
-
-
-def _cancelled(request_id: str, reason: str) -> dict[str, Any]:
-    params = {"requestId": request_id, "reason": reason}
-    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}
-
-
-class LegacyMethods(Methods):
-    """The catalog methods of the shared table, run with an `SseChannel` instead of MRTR."""
-
-    def __init__(self, catalog: Catalog, replica: Replica, *, list_ttl_ms: int) -> None:
-        # No MrtrRunner: a legacy call never ends early to be retried.
-        super().__init__(
-            catalog,
-            None,  # type: ignore[arg-type]
-            replica,
-            supported_versions=[LEGACY_VERSION],
-            list_ttl_ms=list_ttl_ms,
-        )
-        self.table = {name: self.table[name] for name in CATALOG_METHODS}
-
-    def capabilities(self) -> dict[str, Any]:
-        """What this server offers a 2025-11-25 client at initialize."""
-        return {
-            **super().capabilities(),
-            "resources": {"listChanged": False, "subscribe": True},
-            "logging": {},
-        }
-
-    async def _attempt(
-        self, call: Call, handler: Handler, name: str, arguments: dict[str, Any], **_: Any
-    ) -> dict[str, Any]:
-        channel = call.channel if isinstance(call, LegacyCall) else None
-        if channel is None:
-            raise RuntimeError("a legacy call runs with an SseChannel")
-        ctx = Context(
-            arguments=arguments,
-            principal=call.principal,
-            client_capabilities=call.client_capabilities,
-            replica=self.replica,
-            channel=channel,
-            progress_token=call.progress_token,
-            log_level=call.log_level,
-            notify=call.notify,
-        )
-        result = await handler(ctx)
-        result["resultType"] = "complete"
-        return result
-
-
-Serve = Callable[[Call, Method], Awaitable[dict[str, Any]]]
-
-
 class LegacyEra:
     """The 2025-11-25 side of one replica: sessions, held calls, answer routing."""
 
@@ -318,13 +109,13 @@ class LegacyEra:
         catalog: Catalog,
         replica: Replica,
         metrics: ServerMetrics,
-        serve: Serve,
+        dispatcher: Dispatcher,
     ) -> None:
         self.config = config
         self.replica_id = config.replica_id
         self.server_metrics = metrics
         #: Runs a method as the server runs every method (in-flight count, errors, metrics).
-        self.serve = serve
+        self.dispatcher = dispatcher
         self.store = open_store(
             config.legacy_store,
             replica_id=config.replica_id,
@@ -332,17 +123,24 @@ class LegacyEra:
             answer_timeout_s=config.legacy_answer_timeout_s,
             timeout_s=config.legacy_store_timeout_s,
         )
-        self.methods = LegacyMethods(catalog, replica, list_ttl_ms=config.list_ttl_ms)
+        # The same catalog methods as 2026-07-28, run through an SSE attempt instead.
+        self.methods = Methods(
+            catalog,
+            SseAttempt(replica),
+            supported_versions=[LEGACY_VERSION],
+            list_ttl_ms=config.list_ttl_ms,
+        )
+        self.table = {name: self.methods.table[name] for name in CATALOG_METHODS}
         self.held: set[HeldCall] = set()
         self.open_streams = 0
         self._request_ids = itertools.count(1)
         # Request ids are unique across replicas, so answers can be routed by them.
         self._id_prefix = secrets.token_hex(4)
-        # What every call shares, left out of a held call's footprint: this era, the server
-        # that serves methods, the catalog with its tools, the configuration.
+        # What every call shares, left out of a held call's footprint: this era, what
+        # serves methods, the catalog with its tools, the configuration.
         self._shared = (
             self,
-            getattr(serve, "__self__", None),
+            dispatcher,
             self.methods,
             self.store,
             catalog,
@@ -355,6 +153,14 @@ class LegacyEra:
             metrics,
         )
         self.metrics = LegacyMetrics(metrics, self)
+
+    def capabilities(self) -> dict[str, Any]:
+        """What this server offers a 2025-11-25 client at initialize."""
+        return {
+            **self.methods.capabilities(),
+            "resources": {"listChanged": False, "subscribe": True},
+            "logging": {},
+        }
 
     # -- health ---------------------------------------------------------------------------
 
@@ -467,7 +273,7 @@ class LegacyEra:
         result = {
             # The only version this era speaks; a client that wants another disconnects.
             "protocolVersion": LEGACY_VERSION,
-            "capabilities": self.methods.capabilities(),
+            "capabilities": self.capabilities(),
             "serverInfo": SERVER_INFO,
             "instructions": INSTRUCTIONS,
         }
@@ -523,21 +329,21 @@ class LegacyEra:
         if message.method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
             await self._update_session(session, message)
             return transport.json_response(jsonrpc.result_response(rid, {}))
-        method = self.methods.table.get(message.method)
+        method = self.table.get(message.method)
         if method is None:
             raise RpcError(jsonrpc.METHOD_NOT_FOUND, f"Method not found: {message.method}")
         meta = message.params.get("_meta")
-        call = LegacyCall(
-            message,
-            session.principal,
-            session.client_capabilities,
-            request.headers,
+        call = Call(
+            message=message,
+            principal=session.principal,
+            client_capabilities=session.client_capabilities,
+            headers=request.headers,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
             log_level=session.log_level,
         )
         if message.method in HOLDING_METHODS:
             return await self._hold(call, method, session)
-        response = await self.serve(call, method)
+        response = await self.dispatcher.serve(call, method)
         response["result"] = legacy_result(response["result"])
         return transport.json_response(response)
 
@@ -560,7 +366,7 @@ class LegacyEra:
             session.subscriptions = sorted(subscribed)
         await self.store.save_session(session)
 
-    async def _hold(self, call: LegacyCall, method: Method, session: Session) -> Response:
+    async def _hold(self, call: Call, method: Method, session: Session) -> Response:
         """Run a call that may ask for input: JSON if it never does, else an SSE stream."""
         held = HeldCall(session.session_id, call.message.id)
         call.notify = held.queue.put
@@ -568,7 +374,7 @@ class LegacyEra:
 
         async def run() -> None:
             try:
-                response = await self.serve(call, method)
+                response = await self.dispatcher.serve(call, method)
                 response["result"] = legacy_result(response["result"])
             except RpcError as error:
                 response = jsonrpc.error_response(call.message.id, error)

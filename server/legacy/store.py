@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
-log = logging.getLogger("server.legacy.era")
+log = logging.getLogger("server.legacy")
 
 T = TypeVar("T")
 #: Prefix of every key and channel the lab writes in Redis.

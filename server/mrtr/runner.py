@@ -15,31 +15,31 @@ Nothing is kept on the server between rounds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from server.core.catalog import Handler
-from server.core.context import BecomeTask, Context, InputRequired, MrtrChannel, Offload
+from server.core.call import Call, Invocation
+from server.core.context import BecomeTask, Context, InputRequired, MrtrChannel, Offload, Replica
 from server.core.metrics import ServerMetrics
-from server.mrtr.state import Origin, StateError, StateSealer
+from server.mrtr.state import Origin, StateError, StateSealer, arguments_digest
+from server.protocol.inputs import input_responses
 from server.protocol.jsonrpc import invalid_params
 
-ContextFactory = Callable[[MrtrChannel, dict[str, Any]], Context]
 
-
-class MrtrRunner:
-    """Runs handlers under MRTR with one replica's sealer, limits and metrics."""
+class MrtrAttempt:
+    """The 2026-07-28 attempt strategy: one replica's sealer, limits and metrics."""
 
     def __init__(
         self,
         sealer: StateSealer,
         metrics: ServerMetrics,
+        replica: Replica,
         *,
         max_rounds: int,
         max_request_state_bytes: int,
     ) -> None:
         self.sealer = sealer
         self.metrics = metrics
+        self.replica = replica
         self.max_rounds = max_rounds
         self.max_request_state_bytes = max_request_state_bytes
 
@@ -60,25 +60,28 @@ class MrtrRunner:
             raise invalid_params(f"Invalid requestState: {exc}", {"reason": exc.reason}) from exc
         return opened.round, opened.answers, opened.tool_state
 
-    async def attempt(
-        self,
-        handler: Handler,
-        params: dict[str, Any],
-        origin: Origin,
-        make_context: ContextFactory,
-        client_capabilities: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Run one attempt of `handler` and return its result (complete or input_required)."""
-        responses = params.get("inputResponses", {})
-        if not isinstance(responses, dict) or not all(
-            isinstance(v, dict) for v in responses.values()
-        ):
-            raise invalid_params("inputResponses must be an object mapping keys to result objects")
+    async def __call__(self, call: Call, invocation: Invocation) -> dict[str, Any]:
+        """Run one attempt of the handler: its result, complete or input_required."""
+        params = call.message.params
+        origin = Origin(
+            call.principal,
+            call.message.method,
+            invocation.name,
+            arguments_digest(invocation.arguments),
+        )
+        responses = input_responses(params.get("inputResponses", {}))
         rounds, carried, tool_state = self.open_state(params, origin)
-        channel = MrtrChannel(carried, responses, client_capabilities)
-        ctx = make_context(channel, tool_state)
+        channel = MrtrChannel(carried, responses, call.client_capabilities)
+        ctx = Context(
+            call,
+            invocation.arguments,
+            self.replica,
+            channel,
+            tool_state,
+            may_become_task=invocation.may_become_task,
+        )
         try:
-            result = await handler(ctx)
+            result = await invocation.handler(ctx)
         except InputRequired as asked:
             self.metrics.asked_questions.inc()
             out: dict[str, Any] = {

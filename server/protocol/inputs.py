@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from server.protocol.jsonrpc import invalid_params
+
 ELICIT = "elicitation/create"
 SAMPLE = "sampling/createMessage"
 LIST_ROOTS = "roots/list"
@@ -72,6 +74,18 @@ class InputRequest:
         if self.method == SAMPLE:
             return _parse_sample(answer)
         return _parse_roots(answer)
+
+
+def input_responses(value: Any) -> dict[str, dict[str, Any]]:
+    """`inputResponses` checked for shape: an object mapping each key to a result object."""
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise invalid_params("inputResponses must be an object mapping keys to result objects")
+    return value
+
+
+def answers(asked: dict[str, Any], answer: Any) -> bool:
+    """Whether `answer` answers the input request `asked` (its wire form)."""
+    return InputRequest(asked["method"], asked["params"]).parse(answer) is not None
 
 
 def elicitation(message: str, schema: dict[str, Any]) -> InputRequest:

@@ -28,22 +28,11 @@ task. Tasks belong to the principal that created them: to anyone else they do no
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
-from server.core.catalog import Handler, Tool
-from server.core.context import BecomeTask
-from server.core.methods import Call
-from server.protocol.inputs import InputRequest
-from server.protocol.jsonrpc import (
-    INTERNAL_ERROR,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    RpcError,
-    invalid_params,
-)
+from server.core.call import Call, Method
+from server.protocol.inputs import answers, input_responses
+from server.protocol.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
 from server.tasks.store import (
     CANCELLED,
     COMPLETED,
@@ -53,117 +42,20 @@ from server.tasks.store import (
     TaskRecord,
     TaskStore,
     TaskStoreError,
-    now_ms,
+)
+from server.tasks.wire import (
+    EXTENSION,
+    RELATED_TASK,
+    SEED,
+    TASKS_EXTENSION,
+    detailed_task,
+    missing_tasks_capability,
+    related_task,
+    store_unavailable,
+    wire_of,
+    wire_task,
 )
 from server.tasks.worker import TaskWorker
-
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-RELATED_TASK = "io.modelcontextprotocol/related-task"
-#: The two wire forms of the task methods.
-SEED = "seed"
-EXTENSION = "extension"
-
-STATUS_MESSAGES = {
-    SEED: {
-        INPUT_REQUIRED: "Input required: call tasks/result to continue.",
-        COMPLETED: "The task completed: call tasks/result for its result.",
-    },
-    EXTENSION: {
-        INPUT_REQUIRED: "Input required: answer the inputRequests with tasks/update.",
-        COMPLETED: "The task completed.",
-    },
-}
-
-
-class Attempt(Protocol):
-    """One ephemeral (MRTR) attempt of a handler, as `Methods` runs it."""
-
-    def __call__(
-        self,
-        call: Call,
-        handler: Handler,
-        name: str,
-        arguments: dict[str, Any],
-        *,
-        may_become_task: bool = False,
-    ) -> Awaitable[dict[str, Any]]: ...
-
-
-def wire_of(client_capabilities: dict[str, Any]) -> str | None:
-    """Which task methods a request speaks: the extension, the seed's, or none."""
-    extensions = client_capabilities.get("extensions")
-    if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
-        return EXTENSION
-    if "tasks" in client_capabilities:
-        return SEED
-    return None
-
-
-def missing_tasks_capability() -> RpcError:
-    """The error for a task request from a client that declared no task support."""
-    return RpcError(
-        MISSING_CLIENT_CAPABILITY,
-        f"Missing required client capability: extensions[{TASKS_EXTENSION}]",
-        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
-        http_status=400,
-    )
-
-
-def iso_time(epoch_ms: int) -> str:
-    """An epoch-milliseconds time as ISO 8601 UTC, e.g. 2026-01-27T03:32:48.314Z."""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def status_message(record: TaskRecord, wire: str) -> str | None:
-    """What the task says about its status, worded for the method set in use."""
-    return STATUS_MESSAGES[wire].get(record.status, record.status_message)
-
-
-#: How each wire names a task's lifetime and poll interval (both in milliseconds).
-_TIMING_FIELDS = {SEED: ("ttl", "pollInterval"), EXTENSION: ("ttlMs", "pollIntervalMs")}
-
-
-def wire_task(record: TaskRecord, wire: str) -> dict[str, Any]:
-    """A Task as `wire` shows it: the seed's (`ttl`, `pollInterval`) or the extension's."""
-    ttl_field, poll_field = _TIMING_FIELDS[wire]
-    task: dict[str, Any] = {
-        "taskId": record.task_id,
-        "status": record.status,
-        "createdAt": iso_time(record.created_at_ms),
-        "lastUpdatedAt": iso_time(record.updated_at_ms),
-        ttl_field: record.ttl_ms,
-        poll_field: record.poll_interval_ms,
-    }
-    message = status_message(record, wire)
-    if message:
-        task["statusMessage"] = message
-    return task
-
-
-def detailed_task(record: TaskRecord) -> dict[str, Any]:
-    """The extension's `tasks/get` answer: the task plus what its status calls for."""
-    task = wire_task(record, EXTENSION)
-    if record.status == INPUT_REQUIRED:
-        task["inputRequests"] = record.input_requests
-    elif record.status == COMPLETED and record.result is not None:
-        task["result"] = record.result
-    elif record.status == FAILED and record.error is not None:
-        task["error"] = record.error
-    return task
-
-
-def related_task(task_id: str) -> dict[str, Any]:
-    """The seed's `_meta` entry tying a message to its task."""
-    return {RELATED_TASK: {"taskId": task_id}}
-
-
-def store_unavailable(exc: TaskStoreError) -> RpcError:
-    """The JSON-RPC error for a store that failed or timed out."""
-    return RpcError(INTERNAL_ERROR, f"Task store error: {exc}", http_status=503)
-
-
-Method = Callable[[Call], Awaitable[dict[str, Any]]]
 
 
 def _guarded(method: Method) -> Method:
@@ -184,16 +76,10 @@ class TaskMethods:
         store: TaskStore,
         worker: TaskWorker,
         *,
-        default_ttl_ms: int,
-        max_ttl_ms: int,
-        poll_interval_ms: int,
         result_wait_s: float,
     ) -> None:
         self.store = store
         self.worker = worker
-        self.default_ttl_ms = default_ttl_ms
-        self.max_ttl_ms = max_ttl_ms
-        self.poll_interval_ms = poll_interval_ms
         self.result_wait_s = result_wait_s
         self.table: dict[str, Method] = {
             name: _guarded(method)
@@ -210,74 +96,6 @@ class TaskMethods:
     def extensions(self) -> dict[str, Any]:
         """The extensions these methods make the server declare in `server/discover`."""
         return {TASKS_EXTENSION: {}}
-
-    # -- creation ---------------------------------------------------------------------
-
-    async def call_tool(
-        self, call: Call, tool: Tool, arguments: dict[str, Any], attempt: Attempt
-    ) -> dict[str, Any]:
-        """`tools/call`: synchronously (MRTR), or as a task when the tool and client agree.
-
-        A task-supporting tool called by a client that opted in runs its ephemeral part
-        first; when it calls `ctx.become_task()` the request ends with a new task.
-        """
-        wire = self._creation_wire(call, tool)
-        if wire is None:
-            if tool.task_support == "required":
-                raise missing_tasks_capability()
-            return await attempt(call, tool.handler, tool.name, arguments)
-        try:
-            return await attempt(call, tool.handler, tool.name, arguments, may_become_task=True)
-        except BecomeTask as switch:
-            try:
-                record = await self._create(call, tool, arguments, switch)
-            except TaskStoreError as exc:
-                raise store_unavailable(exc) from exc
-        self.worker.start(record)
-        if wire == SEED:
-            return {"resultType": "task", "task": wire_task(record, SEED)}
-        return {"resultType": "task", **wire_task(record, EXTENSION)}
-
-    def _creation_wire(self, call: Call, tool: Tool) -> str | None:
-        if tool.task_support not in ("optional", "required"):
-            return None  # a sync-only tool ignores a task hint
-        wire = wire_of(call.client_capabilities)
-        if wire == EXTENSION:
-            return EXTENSION  # the server decides; no hint needed
-        if isinstance(call.message.params.get("task"), dict):
-            return SEED  # the seed's opt-in: params.task
-        return None
-
-    def _ttl_ms(self, call: Call) -> int:
-        hint = call.message.params.get("task")
-        requested = hint.get("ttl") if isinstance(hint, dict) else None
-        if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
-            return min(requested, self.max_ttl_ms)
-        return self.default_ttl_ms
-
-    async def _create(
-        self, call: Call, tool: Tool, arguments: dict[str, Any], switch: BecomeTask
-    ) -> TaskRecord:
-        created = now_ms()
-        record = TaskRecord(
-            task_id=f"{tool.name}_{uuid.uuid4()}",
-            principal=call.principal,
-            tool=tool.name,
-            arguments=arguments,
-            client_capabilities=call.client_capabilities,
-            status=WORKING,
-            created_at_ms=created,
-            updated_at_ms=created,
-            ttl_ms=self._ttl_ms(call),
-            poll_interval_ms=self.poll_interval_ms,
-            status_message=switch.message or f"Task created for the {tool.name} tool call.",
-            answers=switch.answers,
-            tool_state=switch.state,
-        )
-        self.worker.lease(record)
-        # Durable before it is announced: a tasks/get right after this must find it.
-        await self.store.create(record)
-        return record
 
     # -- methods of both sets ---------------------------------------------------------
 
@@ -414,10 +232,7 @@ class TaskMethods:
         An answer of the wrong shape, or for a key nobody asked, is no answer: the task
         stays `input_required` and the question stays open.
         """
-        if not isinstance(responses, dict) or not all(
-            isinstance(v, dict) for v in responses.values()
-        ):
-            raise invalid_params("inputResponses must be an object mapping keys to result objects")
+        responses = input_responses(responses)
         record = await self._find(call, task_id)
 
         def change(task: TaskRecord) -> bool:
@@ -429,7 +244,7 @@ class TaskMethods:
             fitting = {
                 key: responses[key]
                 for key, asked in task.input_requests.items()
-                if key in responses and _answers(asked, responses[key])
+                if key in responses and answers(asked, responses[key])
             }
             if not fitting:
                 return False
@@ -450,11 +265,6 @@ class TaskMethods:
         if changed and stored.status == WORKING:
             self.worker.start(stored)  # this replica runs the next step, whoever ran the last
         return stored
-
-
-def _answers(asked: dict[str, Any], answer: Any) -> bool:
-    """Whether `answer` answers the input request `asked` (wire form)."""
-    return InputRequest(asked["method"], asked["params"]).parse(answer) is not None
 
 
 def _not_found(task_id: str) -> RpcError:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from server.core.catalog import Catalog
-from server.core.context import Context, InputRequired, MrtrChannel, Notify, Replica
+from server.core.context import Caller, Context, InputRequired, MrtrChannel, Notify, Replica
 from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError
 from server.tasks.store import (
     COMPLETED,
@@ -42,7 +42,7 @@ from server.tasks.store import (
     now_ms,
 )
 
-log = logging.getLogger("server.tasks.methods")
+log = logging.getLogger("server.tasks")
 
 
 class TaskChannel(MrtrChannel):
@@ -157,16 +157,13 @@ class TaskWorker:
             return _failed(error.to_error())
         channel = TaskChannel(record.answers, record.client_capabilities)
         state = record.tool_state  # the handler's ctx.state: checkpointed with each progress
-        ctx = Context(
-            arguments=record.arguments,
+        caller = Caller(
             principal=record.principal,
             client_capabilities=record.client_capabilities,
-            replica=self.replica,
-            channel=channel,
-            state=state,
             progress_token=record.task_id,
             notify=self._reporter(record.task_id, record.run, state),
         )
+        ctx = Context(caller, record.arguments, self.replica, channel, state)
         try:
             result = await tool.handler(ctx)
         except InputRequired as asked:

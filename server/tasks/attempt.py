@@ -1,0 +1,113 @@
+"""The task attempt: a tool call that may become a task, wrapping the MRTR attempt.
+
+A task-supporting tool called by a client that opted in (the extension's capability, or
+the seed's `params.task`) runs its ephemeral part through the attempt it wraps; when the
+handler calls `ctx.become_task()` the request ends with a new task, stored before it is
+announced, and this replica starts running it. Everything else passes straight through.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from server.core.call import Attempt, Call, Invocation
+from server.core.catalog import Tool
+from server.core.context import BecomeTask
+from server.tasks.store import WORKING, TaskRecord, TaskStore, TaskStoreError, now_ms
+from server.tasks.wire import (
+    EXTENSION,
+    SEED,
+    missing_tasks_capability,
+    store_unavailable,
+    wire_of,
+    wire_task,
+)
+from server.tasks.worker import TaskWorker
+
+
+class TaskAttempt:
+    """Runs tool calls through `inner`, turning those that call `become_task` into tasks."""
+
+    def __init__(
+        self,
+        inner: Attempt,
+        store: TaskStore,
+        worker: TaskWorker,
+        *,
+        default_ttl_ms: int,
+        max_ttl_ms: int,
+        poll_interval_ms: int,
+    ) -> None:
+        self.inner = inner
+        self.store = store
+        self.worker = worker
+        self.default_ttl_ms = default_ttl_ms
+        self.max_ttl_ms = max_ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+
+    async def __call__(self, call: Call, invocation: Invocation) -> dict[str, Any]:
+        """Run the invocation; a tool that becomes a task ends the request with the task."""
+        tool = invocation.tool
+        if tool is None:
+            return await self.inner(call, invocation)
+        wire = self._creation_wire(call, tool)
+        if wire is None:
+            if tool.task_support == "required":
+                raise missing_tasks_capability()
+            return await self.inner(call, invocation)
+        ephemeral = Invocation(
+            invocation.handler, invocation.name, invocation.arguments, tool, may_become_task=True
+        )
+        try:
+            return await self.inner(call, ephemeral)
+        except BecomeTask as switch:
+            try:
+                record = await self._create(call, tool, invocation.arguments, switch)
+            except TaskStoreError as exc:
+                raise store_unavailable(exc) from exc
+        self.worker.start(record)
+        if wire == SEED:
+            return {"resultType": "task", "task": wire_task(record, SEED)}
+        return {"resultType": "task", **wire_task(record, EXTENSION)}
+
+    def _creation_wire(self, call: Call, tool: Tool) -> str | None:
+        if tool.task_support not in ("optional", "required"):
+            return None  # a sync-only tool ignores a task hint
+        wire = wire_of(call.client_capabilities)
+        if wire == EXTENSION:
+            return EXTENSION  # the server decides; no hint needed
+        if isinstance(call.message.params.get("task"), dict):
+            return SEED  # the seed's opt-in: params.task
+        return None
+
+    def _ttl_ms(self, call: Call) -> int:
+        hint = call.message.params.get("task")
+        requested = hint.get("ttl") if isinstance(hint, dict) else None
+        if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+            return min(requested, self.max_ttl_ms)
+        return self.default_ttl_ms
+
+    async def _create(
+        self, call: Call, tool: Tool, arguments: dict[str, Any], switch: BecomeTask
+    ) -> TaskRecord:
+        created = now_ms()
+        record = TaskRecord(
+            task_id=f"{tool.name}_{uuid.uuid4()}",
+            principal=call.principal,
+            tool=tool.name,
+            arguments=arguments,
+            client_capabilities=call.client_capabilities,
+            status=WORKING,
+            created_at_ms=created,
+            updated_at_ms=created,
+            ttl_ms=self._ttl_ms(call),
+            poll_interval_ms=self.poll_interval_ms,
+            status_message=switch.message or f"Task created for the {tool.name} tool call.",
+            answers=switch.answers,
+            tool_state=switch.state,
+        )
+        self.worker.lease(record)
+        # Durable before it is announced: a tasks/get right after this must find it.
+        await self.store.create(record)
+        return record

@@ -1,0 +1,105 @@
+"""How tasks look on the wire, in the seed's form and in the released extension's.
+
+Both forms share one store (`server.tasks.store`); only the shape of what the client
+sees differs: which capability opts in, the names of the timing fields, where questions
+and results travel, and what the status message says.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from server.protocol.jsonrpc import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, RpcError
+from server.tasks.store import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, TaskStoreError
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+RELATED_TASK = "io.modelcontextprotocol/related-task"
+#: The two wire forms of the task methods.
+SEED = "seed"
+EXTENSION = "extension"
+
+STATUS_MESSAGES = {
+    SEED: {
+        INPUT_REQUIRED: "Input required: call tasks/result to continue.",
+        COMPLETED: "The task completed: call tasks/result for its result.",
+    },
+    EXTENSION: {
+        INPUT_REQUIRED: "Input required: answer the inputRequests with tasks/update.",
+        COMPLETED: "The task completed.",
+    },
+}
+
+
+def wire_of(client_capabilities: dict[str, Any]) -> str | None:
+    """Which task methods a request speaks: the extension, the seed's, or none."""
+    extensions = client_capabilities.get("extensions")
+    if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+        return EXTENSION
+    if "tasks" in client_capabilities:
+        return SEED
+    return None
+
+
+def missing_tasks_capability() -> RpcError:
+    """The error for a task request from a client that declared no task support."""
+    return RpcError(
+        MISSING_CLIENT_CAPABILITY,
+        f"Missing required client capability: extensions[{TASKS_EXTENSION}]",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+        http_status=400,
+    )
+
+
+def iso_time(epoch_ms: int) -> str:
+    """An epoch-milliseconds time as ISO 8601 UTC, e.g. 2026-01-27T03:32:48.314Z."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def status_message(record: TaskRecord, wire: str) -> str | None:
+    """What the task says about its status, worded for the method set in use."""
+    return STATUS_MESSAGES[wire].get(record.status, record.status_message)
+
+
+#: How each wire names a task's lifetime and poll interval (both in milliseconds).
+_TIMING_FIELDS = {SEED: ("ttl", "pollInterval"), EXTENSION: ("ttlMs", "pollIntervalMs")}
+
+
+def wire_task(record: TaskRecord, wire: str) -> dict[str, Any]:
+    """A Task as `wire` shows it: the seed's (`ttl`, `pollInterval`) or the extension's."""
+    ttl_field, poll_field = _TIMING_FIELDS[wire]
+    task: dict[str, Any] = {
+        "taskId": record.task_id,
+        "status": record.status,
+        "createdAt": iso_time(record.created_at_ms),
+        "lastUpdatedAt": iso_time(record.updated_at_ms),
+        ttl_field: record.ttl_ms,
+        poll_field: record.poll_interval_ms,
+    }
+    message = status_message(record, wire)
+    if message:
+        task["statusMessage"] = message
+    return task
+
+
+def detailed_task(record: TaskRecord) -> dict[str, Any]:
+    """The extension's `tasks/get` answer: the task plus what its status calls for."""
+    task = wire_task(record, EXTENSION)
+    if record.status == INPUT_REQUIRED:
+        task["inputRequests"] = record.input_requests
+    elif record.status == COMPLETED and record.result is not None:
+        task["result"] = record.result
+    elif record.status == FAILED and record.error is not None:
+        task["error"] = record.error
+    return task
+
+
+def related_task(task_id: str) -> dict[str, Any]:
+    """The seed's `_meta` entry tying a message to its task."""
+    return {RELATED_TASK: {"taskId": task_id}}
+
+
+def store_unavailable(exc: TaskStoreError) -> RpcError:
+    """The JSON-RPC error for a store that failed or timed out."""
+    return RpcError(INTERNAL_ERROR, f"Task store error: {exc}", http_status=503)
