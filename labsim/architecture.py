@@ -21,7 +21,8 @@ from simpy import Interrupt
 
 from labsim.metrics import Recorder
 from labsim.params import SimParams
-from labsim.workload import DRAWS_PER_CALL, TOOL_QUESTIONS
+from labsim.tools import SimTool
+from labsim.workload import DRAWS_PER_CALL
 
 if TYPE_CHECKING:
     from labsim.cluster import Cluster, Replica
@@ -41,6 +42,7 @@ class Shed(Exception):
 class Call:
     """A tool call in flight: what the client knows about it and what it has cost so far.
 
+    `tool` is the tool's index in the workload's tools, `spec` the tool itself;
     `answered_ever` is a bit mask of the questions the user has answered in this
     call, so that asking one again counts as a re-prompt.
     """
@@ -63,6 +65,7 @@ class Call:
         "restarts",
         "retries",
         "rounds",
+        "spec",
         "store_ops",
         "think",
         "think_s",
@@ -71,10 +74,17 @@ class Call:
     )
 
     def __init__(
-        self, index: int, tool: int, arrival_s: float, cpu: list[float], think: list[float]
+        self,
+        index: int,
+        tool: int,
+        spec: SimTool,
+        arrival_s: float,
+        cpu: list[float],
+        think: list[float],
     ) -> None:
         self.index = index
         self.tool = tool
+        self.spec = spec
         self.arrival_s = arrival_s
         self.cpu = cpu
         self.think = think
@@ -91,15 +101,22 @@ class Call:
         """The tool's own CPU for a round of this call."""
         return self.cpu[round_index if round_index < _LAST_DRAW else _LAST_DRAW]
 
-    def draw_think_s(self) -> float:
-        """How long the user takes over the next question asked (inf: never answers)."""
-        k = self.next_think
-        self.next_think = k + 1
-        return self.think[k if k < _LAST_DRAW else _LAST_DRAW]
+    def draw_think_s(self, questions: int = 1) -> float:
+        """How long the user takes over the next `questions` asked together (inf: never answers).
+
+        The user answers the questions of one round one after the other, so
+        their think times add up.
+        """
+        total = 0.0
+        for _ in range(questions):
+            k = self.next_think
+            self.next_think = k + 1
+            total += self.think[k if k < _LAST_DRAW else _LAST_DRAW]
+        return total
 
     def record(self, end_s: float, outcome: str) -> tuple:
         """The call's row for `labsim.metrics.CALL_COLUMNS`."""
-        asked_by_tool = len(TOOL_QUESTIONS[self.tool][1])
+        asked_by_tool = self.spec.questions(1)
         new_questions = self.answers - self.re_prompts - asked_by_tool
         return (
             self.index,
@@ -243,12 +260,33 @@ class Architecture(ABC):
             return None
         return client.retry_backoff_s * 2 ** (call.retries - 1) * (0.5 + self._random())
 
-    def answer(self, call: Call, question: int) -> None:
-        """The user answers `question`; answering one given before is a re-prompt."""
-        call.answers += 1
-        if call.answered_ever & question:
-            call.re_prompts += 1
-        call.answered_ever |= question
+    def route_or_back_off(self, call: Call) -> Generator[simpy.Event, object, Replica | None]:
+        """The replica a request of `call` reaches, backing off while none takes it.
+
+        No replica takes a request when none is up or the one picked is at its
+        connection limit; the client backs off and tries again. None once the
+        client gives up.
+        """
+        while True:
+            replica = self.cluster.route(call)
+            if replica is not None and replica.connections < self.connection_limit:
+                return replica
+            if not (yield from self.wait_to_retry(call)):
+                return None
+
+    def wait_to_retry(self, call: Call) -> Generator[simpy.Event, object, bool]:
+        """Back off before retrying a rejected request; False once the client gives up."""
+        delay = self.back_off(call)
+        if delay is None:
+            return False
+        yield self.env.timeout(delay)
+        return True
+
+    def answer(self, call: Call, questions: int) -> None:
+        """The user answers `questions` (a mask); answering one given before is a re-prompt."""
+        call.answers += questions.bit_count()
+        call.re_prompts += (call.answered_ever & questions).bit_count()
+        call.answered_ever |= questions
 
     def finish(self, call: Call, outcome: str) -> None:
         """The call ends with `outcome` (completed, failed, lost, abandoned)."""

@@ -40,24 +40,59 @@ class Replica:
         "attached",
         "busy_s",
         "connections",
+        "count_from_s",
         "env",
+        "held",
         "index",
+        "peak_connections",
+        "peak_held",
         "state",
         "version",
         "workers",
     )
 
-    def __init__(self, env: simpy.Environment, index: int, workers: int, version: int) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        index: int,
+        workers: int,
+        version: int,
+        count_from_s: float = 0.0,
+    ) -> None:
         self.env = env
         self.index = index
         self.workers = simpy.Resource(env, capacity=workers)
         self.connections = 0
+        # Calls whose memory this replica keeps while their user thinks, and the peaks of
+        # that and of open connections from `count_from_s` on (the end of the warm-up).
+        self.held = 0
+        self.peak_held = 0
+        self.peak_connections = 0
+        self.count_from_s = count_from_s
         self.busy_s = 0.0
         self.state = ReplicaState.UP
         self.version = version
         # The call processes this replica is serving or holding; a crash cuts them all.
         self.attached: set[Process] = set()
         self._drained: simpy.Event | None = None
+
+    def connect(self) -> None:
+        """A connection opens: a request in progress, or a held SSE stream."""
+        n = self.connections + 1
+        self.connections = n
+        if n > self.peak_connections and self.env.now >= self.count_from_s:
+            self.peak_connections = n
+
+    def disconnect(self) -> None:
+        """A connection closes."""
+        self.connections -= 1
+
+    def hold(self, delta: int) -> None:
+        """Start (+1) or stop (-1) keeping a waiting call's memory."""
+        n = self.held + delta
+        self.held = n
+        if n > self.peak_held and self.env.now >= self.count_from_s:
+            self.peak_held = n
 
     def accepts_cookie(self) -> bool:
         """Whether a request pinned here by a cookie still reaches this replica (up or draining)."""
@@ -116,7 +151,7 @@ class Cluster:
         self.params = params
         self.recorder = recorder
         self.replicas = [
-            Replica(env, k, params.workers_per_replica, params.tool_version)
+            Replica(env, k, params.workers_per_replica, params.tool_version, window[0])
             for k in range(params.replicas)
         ]
         self.routable: list[Replica] = list(self.replicas)

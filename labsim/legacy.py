@@ -23,12 +23,16 @@ from simpy import Interrupt
 from labsim.architecture import Architecture, Call, Shed
 from labsim.metrics import ABANDONED, COMPLETED, FAILED, LOST
 from labsim.store import StoreUnavailable
-from labsim.workload import TOOL_QUESTIONS
 
 if TYPE_CHECKING:
     from labsim.cluster import Replica
 
 _REJECTED = "rejected"  # an attempt ended by a 503: the client backs off and starts again
+
+
+def _bits(mask: int) -> list[int]:
+    """The single-question masks of `mask`, lowest first."""
+    return [1 << k for k in range(mask.bit_length()) if mask >> k & 1]
 
 
 class CallFailed(Exception):
@@ -47,14 +51,10 @@ class HeldStream(Architecture):
         env = self.env
         client = self.params.client
         while True:
-            replica = self.cluster.route(call)
-            if replica is None or replica.connections >= self.connection_limit:
-                delay = self.back_off(call)
-                if delay is None:
-                    self.finish(call, FAILED)
-                    return
-                yield env.timeout(delay)
-                continue
+            replica = yield from self.route_or_back_off(call)
+            if replica is None:
+                self.finish(call, FAILED)
+                return
             outcome = yield from self.attempt(call, replica)
             if outcome == LOST:
                 if call.restarts >= client.max_call_restarts:
@@ -63,11 +63,9 @@ class HeldStream(Architecture):
                 call.restarts += 1
                 yield env.timeout(client.reconnect_delay_s)
             elif outcome == _REJECTED:
-                delay = self.back_off(call)
-                if delay is None:
+                if not (yield from self.wait_to_retry(call)):
                     self.finish(call, FAILED)
                     return
-                yield env.timeout(delay)
             else:
                 self.finish(call, outcome)
                 return
@@ -80,10 +78,11 @@ class HeldStream(Architecture):
         answer_timeout_s = self.params.client.answer_timeout_s
         cluster_params = self.params.cluster
         idle_cut_s = math.inf if cluster_params.keepalives_on else cluster_params.lb_idle_timeout_s
+        deadline_s = answer_timeout_s if answer_timeout_s < idle_cut_s else idle_cut_s
         process = env.active_process
         if call.first_replica < 0:
             call.first_replica = replica.index
-        replica.connections += 1
+        replica.connect()
         replica.attach(process)
         cluster.streams.move(env.now, 1)
         call.bytes_in += workload.request_bytes
@@ -93,32 +92,41 @@ class HeldStream(Architecture):
         outcome = COMPLETED
         think_s = 0.0
         try:
-            questions = TOOL_QUESTIONS[call.tool][replica.version]
-            for round_index, question in enumerate(questions):
+            questions = call.spec.round_masks(replica.version)
+            for round_index, round_mask in enumerate(questions):
                 yield from self.execute(
                     call, replica, extra_s + call.round_cpu_s(round_index), True
                 )
                 call.rounds += 1
                 yield from self.before_asking(call)
-                call.bytes_out += workload.response_bytes
-                think_s = call.draw_think_s()
-                wait_s = think_s if think_s < answer_timeout_s else answer_timeout_s
-                if wait_s > idle_cut_s:
-                    wait_s = idle_cut_s
-                holding_since = env.now
-                cluster.held.move(holding_since, 1)
-                yield env.timeout(wait_s)
-                cluster.held.move(env.now, -1)
-                holding_since = -1.0
-                call.think_s += wait_s
-                if wait_s < think_s:
-                    # Cut by the idle timeout (a lost stream), or the question timed out.
-                    cut_while_waiting = wait_s == idle_cut_s and think_s != math.inf
-                    outcome = LOST if cut_while_waiting else ABANDONED
+                # One elicitation request per question, all sent on the stream at once; the
+                # answers come back one by one, each its own POST to this replica. Both the
+                # answer timeout and the idle timeout count from the moment they were sent.
+                call.bytes_out += workload.response_bytes * round_mask.bit_count()
+                extra_s = 0.0
+                waited_s = 0.0
+                for question in _bits(round_mask):
+                    think_s = call.draw_think_s()
+                    wait_s = think_s if waited_s + think_s <= deadline_s else deadline_s - waited_s
+                    holding_since = env.now
+                    cluster.held.move(holding_since, 1)
+                    replica.hold(1)
+                    yield env.timeout(wait_s)
+                    cluster.held.move(env.now, -1)
+                    replica.hold(-1)
+                    holding_since = -1.0
+                    call.think_s += wait_s
+                    waited_s += wait_s
+                    if wait_s < think_s:
+                        # Cut by the idle timeout (a lost stream), or the question timed out.
+                        cut = deadline_s == idle_cut_s and think_s != math.inf
+                        outcome = LOST if cut else ABANDONED
+                        break
+                    self.answer(call, question)
+                    call.bytes_in += workload.request_bytes
+                    extra_s += yield from self.deliver_answer(call, replica)
+                if outcome != COMPLETED:
                     break
-                self.answer(call, question)
-                call.bytes_in += workload.request_bytes
-                extra_s = yield from self.deliver_answer(call, replica)
             else:
                 yield from self.execute(
                     call, replica, extra_s + call.round_cpu_s(len(questions)), True
@@ -129,6 +137,7 @@ class HeldStream(Architecture):
             outcome = LOST
             if holding_since >= 0:
                 cluster.held.move(env.now, -1)
+                replica.hold(-1)
                 call.think_s += env.now - holding_since
                 if think_s == math.inf:
                     # The user has walked away: nobody is left to start the call again.
@@ -140,7 +149,7 @@ class HeldStream(Architecture):
         if outcome in (LOST, _REJECTED, FAILED):
             # The stream's work is gone: a restart redoes every round.
             call.wasted_cpu_s += call.cpu_s - cpu_at_start
-        replica.connections -= 1
+        replica.disconnect()
         replica.detach(process)
         cluster.streams.move(env.now, -1)
         return outcome

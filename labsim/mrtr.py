@@ -22,7 +22,7 @@ from simpy import Interrupt
 
 from labsim.architecture import Architecture, Call, Shed
 from labsim.metrics import ABANDONED, COMPLETED, FAILED
-from labsim.workload import TOOL_QUESTIONS
+from labsim.tools import questions_asked
 
 
 class Mrtr(Architecture):
@@ -33,12 +33,12 @@ class Mrtr(Architecture):
 
     def call(self, call: Call) -> Generator[simpy.Event, object, None]:
         env = self.env
-        cluster = self.cluster
         state = self.params.state
         workload = self.params.workload
         client = self.params.client
-        limit = self.connection_limit
-        questions = TOOL_QUESTIONS[call.tool]
+        tool = call.spec
+        # Only a tool that checkpoints (crunch) can be stopped and handed on.
+        sheddable = not self.offloads or tool.offloads
         process = env.active_process
         answered = 0  # questions answered, carried in requestState
         state_bytes = 0  # the requestState the client sends back (0: none yet)
@@ -47,21 +47,13 @@ class Mrtr(Architecture):
         earlier_cpu_s = 0.0  # tool CPU of completed rounds, for re-execution
         round_index = 0
         while True:
-            replica = cluster.route(call)
-            if replica is None or replica.connections >= limit:
-                delay = self.back_off(call)
-                if delay is None:
-                    self.finish(call, FAILED)
-                    return
-                yield env.timeout(delay)
-                continue
+            replica = yield from self.route_or_back_off(call)
+            if replica is None:
+                self.finish(call, FAILED)
+                return
             if call.first_replica < 0:
                 call.first_replica = replica.index
-            question = 0
-            for asked in questions[replica.version]:
-                if not answered & asked:
-                    question = asked
-                    break
+            question = questions_asked(answered, tool.round_masks(replica.version))
             tool_cpu_s = call.round_cpu_s(round_index)
             work_s = self.overhead_s + tool_cpu_s - done_s
             if earlier_cpu_s:
@@ -71,14 +63,14 @@ class Mrtr(Architecture):
             if question:
                 work_s += state.seal_cpu_s
             call.bytes_in += workload.request_bytes + state_bytes
-            replica.connections += 1
+            replica.connect()
             replica.attach(process)
             cpu_before = call.cpu_s
             try:
-                yield from self.execute(call, replica, work_s, not resumed)
+                yield from self.execute(call, replica, work_s, sheddable and not resumed)
             except Interrupt:
                 # The replica died under the request: the client retries this round.
-                replica.connections -= 1
+                replica.disconnect()
                 call.wasted_cpu_s += call.cpu_s - cpu_before
                 call.retries += 1
                 if call.retries > client.max_retries:
@@ -87,7 +79,7 @@ class Mrtr(Architecture):
                 yield env.timeout(client.reconnect_delay_s)
                 continue
             except Shed as shed:
-                replica.connections -= 1
+                replica.disconnect()
                 replica.detach(process)
                 if self.offloads:
                     # input_required with only requestState: the progress moves on.
@@ -101,13 +93,11 @@ class Mrtr(Architecture):
                         yield env.timeout(client.offload_retry_delay_s)
                     continue
                 call.wasted_cpu_s += call.cpu_s - cpu_before
-                delay = self.back_off(call)
-                if delay is None:
+                if not (yield from self.wait_to_retry(call)):
                     self.finish(call, FAILED)
                     return
-                yield env.timeout(delay)
                 continue
-            replica.connections -= 1
+            replica.disconnect()
             replica.detach(process)
             call.rounds += 1
             round_index += 1
@@ -121,7 +111,7 @@ class Mrtr(Architecture):
             # InputRequiredResult: the question and the sealed state go back to the client.
             state_bytes = state.base_bytes + state.bytes_per_answer * call.answers
             call.bytes_out += workload.response_bytes + state_bytes
-            think_s = call.draw_think_s()
+            think_s = call.draw_think_s(question.bit_count())
             if think_s >= client.answer_timeout_s:
                 yield env.timeout(client.answer_timeout_s)
                 call.think_s += client.answer_timeout_s

@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from labsim.tools import TOOLS
+
 if TYPE_CHECKING:
     from labsim.faults import Fault
 
@@ -101,7 +103,10 @@ class WorkloadParams:
 
     arrival_rate_per_s: float = 8.0  # assumption: a small deployment, quick to sweep
     rate_profile: tuple[tuple[float, float], ...] = ()  # (start_s, multiplier) pieces; () = flat
-    tool_mix: tuple[float, float, float] = (0.5, 0.3, 0.2)  # assumption: share asking 0/1/2 Qs
+    # The simulated demo tools (`labsim.tools`) and the share of calls to each: none asks,
+    # one asks one question, one asks two in one round (assumption).
+    tools: tuple[str, ...] = ("crunch", "get_weather", "link_accounts")
+    tool_mix: tuple[float, ...] = (0.5, 0.3, 0.2)  # assumption: share of calls per tool
     round_cpu: ServiceTime = field(default_factory=ServiceTime)  # calibrated from the live swarm
     request_overhead_s: float = 0.000272  # measured.json: replica CPU per round (fitted)
     think_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
@@ -121,11 +126,14 @@ class WorkloadParams:
             isinstance(self.round_cpu, ServiceTime),
             f"round_cpu must be a ServiceTime, got {self.round_cpu!r}",
         )
+        unknown = [name for name in self.tools if name not in TOOLS]
+        _require(not unknown, f"unknown tools {unknown!r}; choose from {', '.join(TOOLS)}")
         _require(
-            len(self.tool_mix) == 3
+            len(self.tool_mix) == len(self.tools)
             and all(share >= 0 for share in self.tool_mix)
             and math.isclose(sum(self.tool_mix), 1.0),
-            f"tool_mix must be three shares >= 0 summing to 1, got {self.tool_mix!r}",
+            f"tool_mix must be one share >= 0 per tool ({len(self.tools)}) summing to 1, "
+            f"got {self.tool_mix!r}",
         )
         starts = [start for start, _ in self.rate_profile]
         _require(

@@ -33,6 +33,7 @@ from labsim.params import ParameterError, SimParams
 from labsim.sse_store import SseStore
 from labsim.sticky import Sticky
 from labsim.store import SharedStore
+from labsim.tools import TOOLS
 from labsim.workload import draw_workload
 
 ARCHITECTURES: dict[str, type[Architecture]] = {
@@ -85,6 +86,7 @@ class Simulation:
         workload = self.workload
         start = self.architecture.start
         timeout = env.timeout
+        specs = [TOOLS[name] for name in self.params.workload.tools]
         rows = zip(
             workload.tool.tolist(), workload.cpu_s.tolist(), workload.think_s.tolist(), strict=True
         )
@@ -93,7 +95,7 @@ class Simulation:
         ):
             if arrival_s > env.now:
                 yield timeout(arrival_s - env.now)
-            start(Call(index, tool, env.now, cpu, think))
+            start(Call(index, tool, specs[tool], env.now, cpu, think))
 
     def sampler(self) -> Generator[simpy.Event, object, None]:
         """Every `sample_every_s`, note the cluster's levels for the time series."""
@@ -137,6 +139,8 @@ class Simulation:
             "peak_in_flight_calls": cluster.in_flight.peak,
             "mean_held_bytes": cluster.held.mean() * held_call_bytes,
             "peak_held_bytes": cluster.held.peak * held_call_bytes,
+            "peak_replica_held_bytes": max(r.peak_held for r in cluster.replicas) * held_call_bytes,
+            "peak_replica_connections": max(r.peak_connections for r in cluster.replicas),
             "mean_open_streams": cluster.streams.mean(),
             "peak_open_streams": cluster.streams.peak,
             "utilization": mean_utilization,

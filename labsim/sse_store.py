@@ -35,20 +35,14 @@ class SseStore(HeldStream):
 
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """The answer POST goes where the balancer sends it, then through the store."""
-        env = self.env
-        while True:
-            receiver = self.cluster.route(call)
-            if receiver is not None and receiver.connections < self.connection_limit:
-                break
-            delay = self.back_off(call)
-            if delay is None:
-                raise CallFailed
-            yield env.timeout(delay)
-        receiver.connections += 1
+        receiver = yield from self.route_or_back_off(call)
+        if receiver is None:
+            raise CallFailed
+        receiver.connect()
         try:
             yield from self.execute(call, receiver, self.overhead_s, False)
         finally:
-            receiver.connections -= 1
+            receiver.disconnect()
         # PUBLISH, then the holder's UNSUBSCRIBE once the answer is in.
         call.store_ops += self.store.params.ops_per_answer - 1
         yield from self.store.publish()

@@ -6,10 +6,8 @@ the same tools, the same CPU per round and the same user think times whatever
 architecture serves them (common random numbers), so any difference in the
 results is the architecture's.
 
-Tools follow the seed's rolling-upgrade example. Questions are bits of a mask
-(`GITHUB_LOGIN | GOOGLE_LOGIN`) so a call can carry "what the user already
-answered" cheaply: in `requestState` under MRTR, in the held coroutine under
-the legacy protocol.
+Which tool a call is to is an index into `WorkloadParams.tools`; what each
+tool asks, round by round, is in `labsim.tools`.
 """
 
 from __future__ import annotations
@@ -21,24 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from labsim.params import ServiceTime, WorkloadParams
-
-GITHUB_LOGIN = 1
-GOOGLE_LOGIN = 2
-MICROSOFT_LOGIN = 4
-QUESTION_NAMES = {
-    GITHUB_LOGIN: "github_login",
-    GOOGLE_LOGIN: "google_login",
-    MICROSOFT_LOGIN: "microsoft_login",
-}
-
-# tool -> version -> the questions it asks, in order. Version 2 of the two-question
-# tool replaces google_login with microsoft_login, as in the seed's rolling upgrade.
-TOOL_NAMES = ("whoami", "link_github", "link_accounts")
-TOOL_QUESTIONS: tuple[dict[int, tuple[int, ...]], ...] = (
-    {1: (), 2: ()},
-    {1: (GITHUB_LOGIN,), 2: (GITHUB_LOGIN,)},
-    {1: (GITHUB_LOGIN, GOOGLE_LOGIN), 2: (GITHUB_LOGIN, MICROSOFT_LOGIN)},
-)
 
 # Draws kept per call: enough for the rounds and questions of a call whose
 # questions change under it during an upgrade; later ones reuse the last draw.
@@ -124,7 +104,7 @@ def draw_workload(
     pieces += extra_pieces or []
     arrivals = arrival_times(params.arrival_rate_per_s, horizon_s, arrivals_rng, pieces)
     n = len(arrivals)
-    tool = tools_rng.choice(len(TOOL_NAMES), size=n, p=np.asarray(params.tool_mix, dtype=float))
+    tool = tools_rng.choice(len(params.tools), size=n, p=np.asarray(params.tool_mix, dtype=float))
     cpu = sample_service_times(params.round_cpu, cpu_rng, (n, DRAWS_PER_CALL))
     think = think_rng.lognormal(
         math.log(params.think_median_s), params.think_sigma, (n, DRAWS_PER_CALL)

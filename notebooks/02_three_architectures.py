@@ -62,6 +62,7 @@ from IPython.display import display
 import labsim
 from labsim import ARCHITECTURES, plots
 from labsim.cost import replica_hour_usd
+from labsim.tools import questions_per_call
 
 # %% [markdown]
 # ## 1. The three architectures as sequence diagrams
@@ -448,7 +449,7 @@ from scipy import stats
 
 sigma = params.workload.think_sigma
 timeout_s = params.client.answer_timeout_s
-questions_per_call = np.dot(params.workload.tool_mix, [0, 1, 2])
+questions = questions_per_call(params.workload.tools, params.workload.tool_mix)
 uncapped_mean_s = 60 * np.exp(sigma**2 / 2)
 think = stats.lognorm(s=sigma, scale=60)
 # E[min(T, timeout)] = integral of the survival function up to the timeout.
@@ -456,8 +457,8 @@ capped_mean_s = np.trapezoid(think.sf(np.linspace(0, timeout_s, 10_001)), dx=tim
 answering = 1 - params.workload.never_answer_fraction
 per_question_s = answering * capped_mean_s + (1 - answering) * timeout_s
 slow = labsim.simulate(params.with_overrides(think_median_s=60.0), "sticky", seed=SEED)
-print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions_per_call * uncapped_mean_s:.0f} streams")
-print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions_per_call * per_question_s:.0f} streams")
+print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions * uncapped_mean_s:.0f} streams")
+print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions * per_question_s:.0f} streams")
 print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
 # The lognormal's long tail is cut by the answer timeout, so the mean hold is shorter than
 # the uncapped mean; users who walk away also do not come back for a second question.

@@ -53,12 +53,12 @@ import base64
 import time
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import tables
 
 import labsim
 from labsim.experiments import RunSpec, run_many
+from labsim.tools import requests_per_call
 from server.app import create_app
 from server.client import MrtrClient
 from server.config import ServerConfig, StateKey
@@ -274,7 +274,7 @@ spike_runs[list(columns)].rename(columns=columns).set_index(
 
 # %%
 base = spike_run("none").params
-rounds_per_call = np.dot(base.workload.tool_mix, [1, 2, 3])
+rounds_per_call = requests_per_call(base.workload.tools, base.workload.tool_mix)
 work_per_call_s = rounds_per_call * (
     base.workload.round_cpu.mean_s + base.workload.request_overhead_s
 )

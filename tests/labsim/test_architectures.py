@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from labsim import ARCHITECTURES, SimParams, scenarios, simulate
-from labsim.workload import TOOL_QUESTIONS
+from labsim.tools import TOOLS
 from tests.labsim.runs import assert_littles_law, run
 
 
@@ -71,9 +71,14 @@ def test_mrtr_carries_request_state_on_the_wire_both_ways() -> None:
     # Completed calls: a user who walked away never sent any state back.
     assert (mrtr["outcome"] == sticky["outcome"]).all()
     done = mrtr["outcome"] == "completed"
-    asking = (mrtr["tool"] > 0) & done
+    # get_weather: one question, one answer POST either way, plus the state under MRTR.
+    asking = (mrtr["tool"] == 1) & done
     assert (mrtr.loc[asking, "bytes_in"] > sticky.loc[asking, "bytes_in"]).all()
     assert (mrtr.loc[asking, "bytes_out"] > sticky.loc[asking, "bytes_out"]).all()
+    # link_accounts: two questions in one MRTR round, but one elicitation request and one
+    # answer POST each on the legacy stream.
+    both = (mrtr["tool"] == 2) & done
+    assert (mrtr.loc[both, "bytes_out"] < sticky.loc[both, "bytes_out"]).all()
     # A call that asks nothing has no state to carry.
     silent = (mrtr["tool"] == 0) & done
     assert (mrtr.loc[silent, "bytes_in"] == sticky.loc[silent, "bytes_in"]).all()
@@ -93,8 +98,10 @@ def test_rounds_follow_the_tool_and_nobody_is_asked_twice_in_steady_state() -> N
     for architecture in ARCHITECTURES:
         calls = run("steady", architecture).measured_calls()
         done = calls[calls["outcome"] == "completed"]
-        questions = done["tool"].map(lambda tool: len(TOOL_QUESTIONS[tool][1]))
-        assert (done["rounds"] == questions + 1).all()
+        tools = [TOOLS[name] for name in run("steady", architecture).params.workload.tools]
+        questions = done["tool"].map({k: tool.questions() for k, tool in enumerate(tools)})
+        requests = done["tool"].map({k: tool.requests() for k, tool in enumerate(tools)})
+        assert (done["rounds"] == requests).all()
         assert (done["answers"] == questions).all()
         assert calls["re_prompts"].sum() == 0
         assert calls["wasted_cpu_s"].sum() == 0
@@ -112,8 +119,10 @@ def test_a_user_who_never_answers_is_abandoned_at_the_answer_timeout() -> None:
 
 
 def test_re_executing_earlier_rounds_costs_mrtr_cpu() -> None:
-    carried = run("steady", "mrtr").measured_calls()
-    rerun = run("steady", "mrtr", reexecution_fraction=1.0).measured_calls()
+    # update_work_item: three rounds, so rerunning the earlier ones adds two thirds.
+    tools = ("crunch", "get_weather", "update_work_item")
+    carried = run("steady", "mrtr", tools=tools).measured_calls()
+    rerun = run("steady", "mrtr", tools=tools, reexecution_fraction=1.0).measured_calls()
     two_questions = carried["tool"] == 2
     assert rerun.loc[two_questions, "cpu_s"].sum() > 1.5 * carried.loc[two_questions, "cpu_s"].sum()
     no_questions = carried["tool"] == 0
@@ -126,7 +135,7 @@ def test_utilization_matches_the_offered_cpu() -> None:
     result = run("steady", "mrtr")
     params = result.params
     workload = params.workload
-    rounds_per_call = np.dot(workload.tool_mix, [1, 2, 3])
+    rounds_per_call = np.dot(workload.tool_mix, [TOOLS[n].requests() for n in workload.tools])
     offered_s = (
         workload.arrival_rate_per_s
         * rounds_per_call

@@ -13,8 +13,10 @@ from tests.labsim.runs import run
 LEGACY = ("sse-store", "sticky")
 
 # Busier replicas (longer tool CPU) and a crash of each replica in turn, so that
-# MRTR requests are certainly being worked on when a replica dies.
+# MRTR requests are certainly being worked on when a replica dies; update_work_item asks
+# in two rounds, so a call cut while waiting for its second answer loses the first.
 EVERY_REPLICA_CRASHES = {
+    "tools": ("crunch", "get_weather", "update_work_item"),
     "round_cpu": ServiceTime(mean_s=0.2),
     "faults": tuple(ReplicaCrash(at_s=450.0 + 50 * k, replica=k) for k in range(4)),
 }

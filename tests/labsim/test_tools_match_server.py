@@ -1,0 +1,69 @@
+"""The simulated tools ask what the server's demo tools ask, round by round.
+
+labsim does not import the server; this test imports both, runs each demo tool
+on an in-process server of each tool version, and compares the questions of
+every `input_required` round with `labsim.tools`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from labsim.tools import CATALOGUE, TOOLS
+from server.app import create_app
+from server.client import MrtrClient
+from tests.server.conftest import make_config, user_answers
+
+# Arguments that take each tool down its longest path.
+ARGUMENTS: dict[str, dict[str, Any]] = {
+    "get_weather": {"location": "Oslo"},
+    "update_work_item": {"workItemId": 7, "fields": {"System.State": "Resolved"}},
+    "link_accounts": {},
+    "ask_capital": {"country": "France"},
+    "crunch": {"units": 2500},
+    "echo": {},
+}
+# Server tools the simulation models elsewhere: provision_vm becomes a task.
+MODELLED_ELSEWHERE = {"provision_vm"}
+
+
+def _rounds(version: int, name: str, shed_every_units: int = 0) -> list[dict[str, Any]]:
+    config = make_config(tool_version=version, shed_every_units=shed_every_units)
+    handlers = user_answers(
+        resolution={"resolution": "Duplicate"}, dup={"duplicateOfId": 4}, echo={"input": "hi"}
+    )
+    with MrtrClient.for_app(create_app(config), handlers=handlers) as client:
+        done = client.call_tool(name, ARGUMENTS[name])
+    assert done.result["resultType"] == "complete"
+    assert done.result.get("isError") is not True, done.result
+    return [r.response["result"] for r in done.rounds]
+
+
+def test_every_server_tool_is_simulated() -> None:
+    with MrtrClient.for_app(create_app(make_config()), handlers=user_answers()) as client:
+        served = {tool["name"] for tool in client.list_tools()}
+    assert served - MODELLED_ELSEWHERE == set(TOOLS)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("name", [tool.name for tool in CATALOGUE])
+def test_each_round_asks_the_same_questions(name: str, version: int) -> None:
+    results = _rounds(version, name)
+    asked = [
+        tuple(sorted(result["inputRequests"]))
+        for result in results
+        if result["resultType"] == "input_required"
+    ]
+    assert asked == [tuple(sorted(r)) for r in TOOLS[name].rounds(version)]
+    assert len(results) == TOOLS[name].requests(version)
+
+
+@pytest.mark.parametrize("name", [tool.name for tool in CATALOGUE])
+def test_only_the_tools_that_checkpoint_hand_their_work_on(name: str) -> None:
+    results = _rounds(1, name, shed_every_units=1000)
+    state_only = [
+        r for r in results if r["resultType"] == "input_required" and not r.get("inputRequests")
+    ]
+    assert bool(state_only) == TOOLS[name].offloads
