@@ -13,7 +13,6 @@ Numbers are only comparable within one run: this machine is shared and noisy.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -22,28 +21,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import timeit
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from loadtest.microbench import in_process_microbench, print_state_report, seal_open_microbench
+from loadtest.rounds import HEADERS, call_body, round_bodies
 from server.harness.process import ChildProcess, free_port, pinned, wait_until_healthy
 
-VERSION = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": VERSION,
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-}
-HEADERS = {
-    "Content-Type": "application/json",
-    "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": VERSION,
-    "Mcp-Method": "tools/call",
-    "Mcp-Name": "get_weather",
-}
 STACK = ["--loop", "uvloop", "--http", "httptools"]
 
 
@@ -67,24 +54,6 @@ def target(name: str, port: int) -> Target:
     if name == "sdk":
         return Target(name, [*uvicorn, *STACK, "loadtest.peers.sdk:app"], None)
     return Target(name, [sys.executable, "-m", "server", "--port", str(port), *STACK], "/healthz")
-
-
-def call_body(rid: int, **extra: Any) -> dict[str, Any]:
-    params = {"name": "get_weather", "arguments": {"location": "Paris"}, "_meta": META, **extra}
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
-
-
-def round_bodies(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The first-round body, and a retry body answering it with the server's own state."""
-    first = call_body(1)
-    reply = httpx.post(url, json=first, headers=HEADERS, timeout=10).json()
-    result = reply.get("result") or {}
-    extra: dict[str, Any] = {
-        "inputResponses": {"github_login": {"action": "accept", "content": {"name": "octocat"}}}
-    }
-    if result.get("resultType") == "input_required" and "requestState" in result:
-        extra["requestState"] = result["requestState"]
-    return first, call_body(2, **extra)
 
 
 def lua_script(body: dict[str, Any]) -> str:
@@ -210,81 +179,6 @@ def _result_type(url: str, body: dict[str, Any]) -> str:
     return (reply.get("result") or {}).get("resultType", "error")
 
 
-def seal_open_microbench(payload_bytes: int = 1024, number: int = 20_000) -> dict[str, float]:
-    """requestState seal and open, microseconds per operation, for a payload of this size."""
-    from server.config import StateKey
-    from server.mrtr.state import Origin, StateSealer
-
-    sealer = StateSealer([StateKey("k", os.urandom(32))], ttl_s=600)
-    origin = Origin("alice", "tools/call", "get_weather", "digest")
-    answers = {"github_login": {"action": "accept", "content": {"name": "x" * payload_bytes}}}
-    token = sealer.seal(origin, round=1, answers=answers, tool_state={})
-    # The best of several repeats: the least disturbed by the rest of a shared machine.
-    seal_s = min(
-        timeit.repeat(
-            lambda: sealer.seal(origin, round=1, answers=answers, tool_state={}),
-            number=number,
-            repeat=5,
-        )
-    )
-    open_s = min(timeit.repeat(lambda: sealer.open(token, origin), number=number, repeat=5))
-    return {
-        "payload_bytes": payload_bytes,
-        "token_bytes": len(token),
-        "seal_us": seal_s / number * 1e6,
-        "open_us": open_s / number * 1e6,
-        "seal_plus_open_us": (seal_s + open_s) / number * 1e6,
-    }
-
-
-def in_process_microbench(number: int = 3000) -> dict[str, float]:
-    """Microseconds per request through each ASGI app in this process (no network)."""
-    from loadtest.peers.bare import app as bare_app
-    from server.app import create_app
-    from server.config import ServerConfig, StateKey
-
-    lab_app = create_app(
-        ServerConfig(
-            state_keys=(StateKey("bench", os.urandom(32)),), jwt_secret=os.urandom(16).hex()
-        )
-    )
-    out = {}
-    for name, app in (("bare", bare_app), ("lab", lab_app)):
-        body = json.dumps(call_body(1)).encode()
-        out[f"{name}_round1_us"] = asyncio.run(_asgi_loop(app, body, number)) * 1e6
-    out["lab_overhead_us"] = out["lab_round1_us"] - out["bare_round1_us"]
-    return out
-
-
-async def _asgi_loop(app: Any, body: bytes, number: int) -> float:
-    headers = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
-    headers += [(b"host", b"127.0.0.1:8000"), (b"content-length", str(len(body)).encode())]
-    scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": "/mcp", "raw_path": b"/mcp", "query_string": b"",
-        "root_path": "", "headers": headers, "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 8000),
-    }  # fmt: skip
-
-    async def one() -> None:
-        messages = [{"type": "http.request", "body": body, "more_body": False}]
-
-        async def receive() -> dict[str, Any]:
-            return messages.pop() if messages else {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            pass
-
-        await app(dict(scope), receive, send)
-
-    for _ in range(min(200, number)):
-        await one()
-    started = time.perf_counter()
-    for _ in range(number):
-        await one()
-    return (time.perf_counter() - started) / number
-
-
 def run_bench(*, duration_s: float = 3.0, connections: int = 10, passes: int = 3) -> dict[str, Any]:
     """The whole benchmark: servers side by side in interleaved passes, then microbenchmarks."""
     if shutil.which("wrk") is None:
@@ -328,12 +222,7 @@ def print_report(report: dict[str, Any]) -> None:
             )
     print("ratios: " + ", ".join(f"{k} {v:.2f}x" for k, v in report["ratios"].items()))
     print("p99/p50: " + ", ".join(f"{k} {v:.1f}" for k, v in report["p99_over_p50"].items()))
-    rs = report["request_state"]
-    print(
-        f"requestState ({rs['payload_bytes']} B payload, {rs['token_bytes']} B token): "
-        f"seal {rs['seal_us']:.1f} us + open {rs['open_us']:.1f} us = "
-        f"{rs['seal_plus_open_us']:.1f} us"
-    )
+    print_state_report(report["request_state"])
     ip = report["in_process"]
     print(
         f"in-process ASGI request: bare {ip['bare_round1_us']:.1f} us, lab "

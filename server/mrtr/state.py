@@ -10,6 +10,12 @@ checked; any mismatch is a JSON-RPC invalid-params error, never a silent success
 Token format (ASCII): ``<key id>.<base64(nonce || ciphertext || tag)>``.
 The key id selects the key to open with, so replicas can rotate keys during a rolling
 upgrade: the newest key seals, every configured key opens.
+
+Sealing sits on the hot path of every round that carries state, so it costs little more
+than the AEAD itself: one cipher object per key, built once; base64 by pybase64's SIMD
+codec, which is several times faster than binascii's (the text step used to cost more than
+the encryption); nonces drawn from the OS in blocks; no copies beyond the one
+concatenation of nonce and ciphertext.
 """
 
 from __future__ import annotations
@@ -24,12 +30,16 @@ from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
+import pybase64
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from server.config import StateKey
 
 NONCE_BYTES = 12
+#: Nonces drawn from the OS per system call: a call costs as much as the AES-GCM of a
+#: kilobyte, and a block of this many makes it nearly free per seal.
+NONCE_BLOCK = 256
 # Bound into the AEAD so a ciphertext from some other use of the same key never opens here.
 _AAD_PREFIX = b"mrtr-lab/requestState/v1/"
 
@@ -46,6 +56,33 @@ def _load(plaintext: bytes) -> Any:
         return orjson.loads(plaintext)
     except ValueError:  # integers beyond 64 bits, sealed by the fallback above
         return json.loads(plaintext)
+
+
+class _Nonces:
+    """Fresh random 96-bit AES-GCM nonces, taken from `os.urandom` a block at a time.
+
+    Each nonce is handed out once: `list.pop` is atomic, so threads never share one, and a
+    forked child drops what its parent drew, so two processes never share one either. A
+    GCM nonce need not be secret, only never repeated under a key; random ones leave that
+    to chance at 2**-96 per pair.
+    """
+
+    def __init__(self) -> None:
+        self._pool: list[bytes] = []
+        os.register_at_fork(after_in_child=self._pool.clear)
+
+    def take(self) -> bytes:
+        try:
+            return self._pool.pop()
+        except IndexError:
+            block = os.urandom(NONCE_BYTES * NONCE_BLOCK)
+            fresh = [block[i : i + NONCE_BYTES] for i in range(0, len(block), NONCE_BYTES)]
+            nonce = fresh.pop()
+            self._pool.extend(fresh)
+            return nonce
+
+
+_NONCES = _Nonces()
 
 
 class StateError(Exception):
@@ -130,10 +167,10 @@ class StateSealer:
             "s": tool_state,
         }
         plaintext = _dump(document)
-        nonce = os.urandom(NONCE_BYTES)
+        nonce = _NONCES.take()
         kid = self._sealing_id
         sealed = self._ciphers[kid].encrypt(nonce, plaintext, self._aad[kid])
-        return kid + "." + binascii.b2a_base64(nonce + sealed, newline=False).decode("ascii")
+        return kid + "." + pybase64.b64encode_as_string(nonce + sealed)
 
     def open(self, token: Any, origin: Origin) -> OpenedState:
         """Open a state a client sent back and check it belongs to this request."""
@@ -146,8 +183,9 @@ class StateSealer:
         if cipher is None:
             raise StateError("unknown_key", "requestState was sealed with an unknown key")
         try:
-            # Strict: lenient decoding would ignore text appended after the padding.
-            raw = binascii.a2b_base64(body.encode("ascii"), strict_mode=True)  # bytes: faster
+            # Validating: lenient decoding would skip stray characters and ignore text
+            # appended after the padding; this rejects both, as binascii's strict mode does.
+            raw = pybase64.b64decode(body, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise StateError("malformed", "requestState is not valid base64") from exc
         if len(raw) <= NONCE_BYTES + 16:

@@ -7,7 +7,8 @@ import shutil
 
 import pytest
 
-from loadtest.bench import parse_wrk, run_bench, seal_open_microbench
+from loadtest.bench import parse_wrk, run_bench
+from loadtest.microbench import seal_open_microbench
 
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:1/mcp
   1 threads and 10 connections
@@ -31,9 +32,10 @@ def test_wrk_output_is_parsed_in_milliseconds() -> None:
 
 
 def test_seal_open_microbenchmark_reports_token_size_and_times() -> None:
-    report = seal_open_microbench(1024, number=200)
-    assert report["token_bytes"] > 1024
+    report = seal_open_microbench(1024, number=200, repeat=2)
+    assert report["token_bytes"] > report["plaintext_bytes"] > 1024
     assert report["seal_us"] > 0 and report["open_us"] > 0
+    assert report["aead_encrypt_decrypt_us"] > 0
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")

@@ -192,3 +192,27 @@ def test_state_sealed_by_replica_a_opens_on_replica_b(replicas: Any) -> None:
         exchange.answer({"duplicate_of": accept(duplicateOfId=4301)})
         assert on_b.send(exchange)  # replica B opens it and finishes
     assert exchange.text == "Bug #4522 resolved as Duplicate of Bug #4301"
+
+
+def test_nonces_are_never_reused_across_many_seals() -> None:
+    sealer = StateSealer([KEY_A], ttl_s=60)
+    nonces = {base64.b64decode(sealed(sealer).split(".")[1])[:12] for _ in range(2000)}
+    assert len(nonces) == 2000
+
+
+def test_a_forked_child_draws_nonces_its_parent_never_hands_out() -> None:
+    import os
+
+    sealer = StateSealer([KEY_A], ttl_s=60)
+    sealed(sealer)  # the parent now holds a block of drawn nonces
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: seal once and report the nonce
+        os.write(write, base64.b64decode(sealed(sealer).split(".")[1])[:12])
+        os._exit(0)
+    os.close(write)
+    child_nonce = os.read(read, 12)
+    os.close(read)
+    os.waitpid(pid, 0)
+    parent_nonce = base64.b64decode(sealed(sealer).split(".")[1])[:12]
+    assert len(child_nonce) == 12 and child_nonce != parent_nonce
