@@ -1,7 +1,15 @@
-"""A throwaway `redis-server`: the shared store of the SSE + shared-store architecture.
+"""A throwaway `redis-server`: the shared store of SSE + store, and the task store.
 
-No persistence (no RDB, no AOF): the lab measures Redis as a message path and a session
-registry, not as a database.
+Two ways to run it:
+
+- volatile (the default): no RDB, no AOF. The SSE + store architecture uses Redis as a
+  message path and a session registry, not as a database; a restart loses what a
+  replica holds anyway.
+- persistent (`data_dir` given): an append-only file in that folder, written before
+  Redis answers each command, so a killed and restarted Redis still has every task it
+  acknowledged. `fsync` decides only what a crash of the whole machine could take:
+  `everysec` up to a second of writes, `always` nothing. `maxmemory-policy noeviction`:
+  a full store refuses writes instead of silently dropping tasks.
 """
 
 from __future__ import annotations
@@ -10,15 +18,24 @@ import shutil
 import socket
 import subprocess
 import time
+from pathlib import Path
 
 from server.harness.process import ChildProcess, free_port
+
+FSYNC_POLICIES = ("everysec", "always")
 
 
 class RedisServer(ChildProcess):
     """A `redis-server` child process on 127.0.0.1 and a free port."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, *, data_dir: Path | None = None, fsync: str = "everysec"
+    ) -> None:
+        if fsync not in FSYNC_POLICIES:
+            raise ValueError(f"appendfsync {fsync!r}: choose from {FSYNC_POLICIES}")
         self.port = port or free_port()
+        self.data_dir = data_dir
+        self.fsync = fsync
 
     @staticmethod
     def available() -> bool:
@@ -28,21 +45,39 @@ class RedisServer(ChildProcess):
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    @property
+    def persistent(self) -> bool:
+        return self.data_dir is not None
+
+    def command(self) -> list[str]:
+        """The `redis-server` command line for this server."""
+        command = [
+            "redis-server",
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--protected-mode", "yes",
+            "--save", "",
+        ]  # fmt: skip
+        if self.data_dir is None:
+            return [*command, "--appendonly", "no"]
+        return [
+            *command,
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", self.fsync,
+            "--maxmemory-policy", "noeviction",
+        ]  # fmt: skip
+
     def start(self, timeout_s: float = 10.0) -> RedisServer:
-        """Start the server and wait until it answers PING."""
+        """Start the server (again, on the same port and data) and wait until it answers PING."""
+        if self.data_dir is not None:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--protected-mode", "yes",
-            ],
+            self.command(),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + timeout_s
         while not self.ping():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -52,7 +87,7 @@ class RedisServer(ChildProcess):
         return self
 
     def ping(self) -> bool:
-        """Whether the server answers PING right now."""
+        """Whether the server answers PING right now (not while it loads its data)."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
                 sock.sendall(b"PING\r\n")
