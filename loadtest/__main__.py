@@ -4,7 +4,7 @@
     python -m loadtest scenario rolling-upgrade --arch mrtr --replicas 3 --users 20 \\
         --duration 20 --json out.json
     python -m loadtest compare [--scenario rolling-upgrade] [--json out.json]
-    python -m loadtest swarm [--replicas 3]       # Locust's web UI against an MRTR cluster
+    python -m loadtest swarm [--replicas 3] [--tools echo=1,get_weather=2]  # Locust's web UI
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette vs the SDK, with wrk
     python -m loadtest bench --state              # requestState seal + open vs raw AES-GCM
     python -m loadtest calibrate [--json out.json]  # labsim's predictions vs the live cluster
@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.cluster import Cluster
-from loadtest.config import ARCHITECTURES, SCENARIOS, LoadTestConfig, LoadTestError
+from loadtest.config import ARCHITECTURES, SCENARIOS, TASK_WIRES, LoadTestConfig, LoadTestError
 
 
 def _terminate_on_sigterm() -> None:
@@ -41,7 +43,14 @@ def _config(args: argparse.Namespace, **overrides: Any) -> LoadTestConfig:
         "scenario": getattr(args, "scenario", "steady"),
         "replicas": args.replicas,
     }
-    for name in ("users", "duration_s", "fault_at_s", "think_time_median_s", "drain_timeout_s"):
+    for name in (
+        "users",
+        "duration_s",
+        "fault_at_s",
+        "think_time_median_s",
+        "drain_timeout_s",
+        "task_wire",
+    ):
         value = getattr(args, name, None)
         if value is not None:
             fields[name] = value
@@ -111,7 +120,8 @@ def cmd_swarm(args: argparse.Namespace) -> int:
             "--host", cluster.url.removesuffix("/mcp"),
             "--web-host", "127.0.0.1", "--web-port", str(args.web_port), "MrtrUser",
         ]  # fmt: skip
-        swarm = subprocess.Popen(command)
+        env = {**os.environ, "LOADTEST_CONFIG": json.dumps(dataclasses.asdict(config))}
+        swarm = subprocess.Popen(command, env=env)
         try:
             swarm.wait()
         except KeyboardInterrupt:
@@ -170,6 +180,9 @@ def print_table(summaries: list[dict[str, Any]]) -> None:
             f"{s['failed']:>6} {s['lost']:>5} {s['re_prompts']:>8} {_ms(lat['p50']):>8} "
             f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
         )
+    for s in summaries:
+        if s["tasks"]["started"] or s["tasks"]["refused"]:
+            print(f"{s['arch']} tasks: " + ", ".join(f"{k} {v}" for k, v in s["tasks"].items()))
 
 
 def _ms(value: float | None) -> str:
@@ -201,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--think-time", dest="think_time_median_s", type=float, default=None)
         p.add_argument("--drain-timeout", dest="drain_timeout_s", type=float, default=None)
         p.add_argument("--tools", default=None, help="tool mix, e.g. link_accounts=3,crunch=1")
+        p.add_argument("--task-wire", choices=TASK_WIRES, default=None, help="tasks' wire form")
         p.add_argument("--json", default=None, help="write the summary here")
 
     scenario = sub.add_parser("scenario", help="run one scenario and summarise it")
@@ -217,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     swarm = sub.add_parser("swarm", help="an MRTR cluster with Locust's web UI")
     swarm.add_argument("--replicas", type=int, default=3)
     swarm.add_argument("--web-port", type=int, default=8089)
+    swarm.add_argument("--tools", default=None, help="tool mix, e.g. echo=1,get_weather=2")
     swarm.set_defaults(run=cmd_swarm)
     bench = sub.add_parser("bench", help="the lab's server side by side with its peers")
     bench.add_argument("--duration", dest="duration_s", type=float, default=3.0)

@@ -4,6 +4,10 @@
     sticky     cookie-sticky LB, legacy SSE elicitation, answers kept in each replica's memory
     sse-store  round-robin LB, legacy SSE elicitation, answers routed through Redis
 
+Task tools in the mix (`echo`, `provision_vm`) add a task store every replica shares: the
+same Redis, then run with an append-only file so that a restart loses no task it had
+acknowledged.
+
 Everything listens on 127.0.0.1 on ports chosen free, and everything started is stopped by
 pid when the cluster goes down, also after an error (`with Cluster(...) as cluster:`).
 
@@ -28,6 +32,7 @@ import httpx
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.haproxy import Backend, HAProxy, RuntimeApi, render_config
 from loadtest.redis_server import RedisServer
+from loadtest.task_flow import task_tools
 from server.harness.process import ServerProcess, free_port
 
 
@@ -62,8 +67,13 @@ class Cluster:
     ) -> None:
         if not HAProxy.available():
             raise LoadTestError("haproxy is not installed (make setup installs it)")
-        if config.arch == "sse-store" and not RedisServer.available():
+        #: Tools of the mix that run as tasks: they need the shared, persistent task store.
+        self.task_tools = task_tools(config.tool_mix)
+        self.needs_store = config.arch == "sse-store" or bool(self.task_tools)
+        if self.needs_store and not RedisServer.available():
             raise LoadTestError("redis-server is not installed (make setup installs it)")
+        if config.scenario == "store-outage" and not self.needs_store:
+            raise LoadTestError("store-outage needs a store: add a task tool or use sse-store")
         self.config = config
         self.lb_port = lb_port or free_port()
         self._tmp = tempfile.TemporaryDirectory(prefix="mrtr-cluster-") if workdir is None else None
@@ -95,9 +105,11 @@ class Cluster:
     def up(self) -> Cluster:
         """Start the store, the replicas, then the load balancer."""
         try:
-            if self.config.arch == "sse-store":
-                self.redis = RedisServer().start()
-                self.log("redis up", port=self.redis.port)
+            if self.needs_store:
+                data_dir = self.workdir / "redis" if self.task_tools else None
+                self.redis = RedisServer(data_dir=data_dir, fsync=self.config.redis_fsync)
+                self.redis.start()
+                self.log("redis up", port=self.redis.port, persistent=self.redis.persistent)
             for i in range(1, self.config.replicas + 1):
                 name = f"r{i}"
                 self.replicas[name] = self._replica(
@@ -154,6 +166,14 @@ class Cluster:
         elif self.config.arch == "sse-store":
             assert self.redis is not None
             args += ["--legacy-store", self.redis.url]
+        if self.task_tools:
+            assert self.redis is not None
+            args += [
+                "--task-store",
+                self.redis.url,
+                "--task-lease-s",
+                str(self.config.task_lease_s),
+            ]
         if self.config.scenario == "overload" and self.config.arch == "mrtr":
             args += ["--shed-in-flight", str(self.config.shed_in_flight)]
         env = {**os.environ, "MRTR_STATE_KEYS": keys, "MRTR_JWT_SECRET": self.jwt_secret}
@@ -190,6 +210,15 @@ class Cluster:
         self.replicas[name] = fresh
         fresh.start()
         self.log("restarted", replica=name)
+
+    def store_outage(self, down_s: float) -> None:
+        """Kill the store at once, keep it down for `down_s`, start it again on its data."""
+        assert self.redis is not None
+        self.redis.kill()
+        self.log("store down", persistent=self.redis.persistent)
+        time.sleep(down_s)
+        self.redis.start()
+        self.log("store up")
 
     def health(self, name: str) -> dict[str, Any]:
         """A replica's /healthz document, or {} if it does not answer."""

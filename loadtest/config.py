@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
-SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload")
+SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage")
+#: Which form of the task methods a task call speaks; `both` picks one per call.
+TASK_WIRES = ("seed", "extension", "both")
+REDIS_FSYNC = ("everysec", "always")
 
 
 class LoadTestError(ValueError):
@@ -25,7 +28,7 @@ class LoadTestConfig:
     #: mrtr: round-robin LB, no store. sticky: cookie-sticky LB, legacy SSE, memory store.
     #: sse-store: round-robin LB, legacy SSE, answers routed through Redis.
     arch: str = "mrtr"
-    #: steady, rolling-upgrade, crash or overload.
+    #: steady, rolling-upgrade, crash, overload or store-outage (Redis killed, restarted).
     scenario: str = "steady"
     #: Replicas behind the load balancer.
     replicas: int = 3
@@ -43,7 +46,7 @@ class LoadTestConfig:
     think_time_sigma: float = 0.6
     #: Drain timeout per replica during a rolling upgrade (HAProxy drain, then stop).
     drain_timeout_s: float = 2.0
-    #: Time a crashed replica stays down before it restarts.
+    #: Time a crashed replica (or the killed store) stays down before it restarts.
     restart_delay_s: float = 2.0
     #: Demo tools the users call, with relative weights.
     tool_mix: dict[str, float] = field(
@@ -54,6 +57,18 @@ class LoadTestConfig:
             "ask_capital": 1.0,
         }
     )
+    #: Task tools (`echo`, `provision_vm`) in the mix run as tasks, in this wire form.
+    task_wire: str = "both"
+    #: Simulated work of one `provision_vm` task (the server's default is 4 s).
+    provision_s: float = 2.0
+    #: A running task's lease on its replica (`--task-lease-s`; the server's default is
+    #: 10 s): after a crash, another replica takes the task over once it lapses.
+    task_lease_s: float = 2.0
+    #: How long a client follows an acknowledged task before it counts the task as lost.
+    task_timeout_s: float = 60.0
+    #: `appendfsync` of the task store's Redis (append-only file): `everysec` loses
+    #: nothing acknowledged when Redis alone dies, `always` not even when the machine does.
+    redis_fsync: str = "everysec"
     #: Hash units per `crunch` call in the overload scenario.
     crunch_units: int = 200_000
     #: In-flight requests above which a replica sheds `crunch` (overload scenario).
@@ -84,5 +99,9 @@ class LoadTestConfig:
             raise LoadTestError("duration must be positive and the fault time non-negative")
         if self.think_time_median_s < 0 or self.drain_timeout_s < 0 or self.pacing_s < 0:
             raise LoadTestError("think time, drain timeout and pacing must be non-negative")
+        if self.task_wire not in TASK_WIRES or self.redis_fsync not in REDIS_FSYNC:
+            raise LoadTestError(f"task wire is one of {TASK_WIRES}, fsync one of {REDIS_FSYNC}")
+        if min(self.provision_s, self.task_lease_s, self.task_timeout_s) <= 0:
+            raise LoadTestError("provision time, task lease and task timeout must be positive")
         if not self.tool_mix or min(self.tool_mix.values()) < 0:
             raise LoadTestError("the tool mix needs at least one tool and no negative weight")

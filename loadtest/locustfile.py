@@ -23,21 +23,16 @@ import gevent
 from locust import FastHttpUser, events, task
 
 from loadtest.config import LoadTestConfig
-from loadtest.flows import (
-    CallRecord,
-    HttpReply,
-    SessionHolder,
-    StreamCut,
-    StreamReply,
-    ThinkTime,
-    run_legacy_flow,
-    run_mrtr_flow,
-    tool_arguments,
-)
+from loadtest.flows import CallRecord, run_mrtr_flow
+from loadtest.http_interface import HttpReply, StreamCut, StreamReply
+from loadtest.legacy_flow import SessionHolder, run_legacy_flow
+from loadtest.simulated_user import ThinkTime, tool_arguments
+from loadtest.task_flow import WIRES, run_task_flow, task_tools
 
 CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
 CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
 STARTED_FILE = os.environ.get("LOADTEST_STARTED_FILE")
+TASK_TOOLS = set(task_tools(CONFIG.tool_mix))
 
 
 @events.test_start.add_listener
@@ -130,16 +125,32 @@ class FlowUser(FastHttpUser):
 
     @task
     def call_a_tool(self) -> None:
-        """One whole tool call of the mix, all rounds, then its report."""
+        """One whole tool call of the mix, all rounds, then its report.
+
+        A task tool runs as a task under every architecture: the 2026-07-28 task methods,
+        in the configured wire form, against the shared task store.
+        """
         tool = self.pick_tool()
-        record = self.flow(
-            tool,
-            tool_arguments(tool, self.rng, CONFIG.crunch_units),
-            think=self.think,
-            rng=self.rng,
-            max_retries=CONFIG.max_retries,
-            sleep=gevent.sleep,
-        )
+        arguments = tool_arguments(tool, self.rng, CONFIG)
+        options = {
+            "think": self.think,
+            "rng": self.rng,
+            "max_retries": CONFIG.max_retries,
+            "sleep": gevent.sleep,
+        }
+        if tool in TASK_TOOLS:
+            wire = self.rng.choice(WIRES) if CONFIG.task_wire == "both" else CONFIG.task_wire
+            record = run_task_flow(
+                self.post,
+                tool,
+                arguments,
+                arch=self.arch,
+                wire=wire,
+                timeout_s=CONFIG.task_timeout_s,
+                **options,
+            )
+        else:
+            record = self.flow(tool, arguments, **options)
         self.report(record)
 
     def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:

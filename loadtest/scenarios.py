@@ -5,6 +5,7 @@
     crash            one replica killed (SIGKILL), restarted after a delay
     overload         users call `crunch`; MRTR replicas over their in-flight threshold shed
                      their progress in requestState and another replica resumes
+    store-outage     Redis (SSE + store, and the task store) killed, restarted on its data
 
 Locust runs as a subprocess (`--headless --json-file`), which keeps its gevent world out
 of this process and out of Jupyter kernels.
@@ -63,6 +64,8 @@ def inject_fault(cluster: Cluster, config: LoadTestConfig) -> None:
         cluster.kill(victim)
         time.sleep(config.restart_delay_s)
         cluster.restart(victim)
+    elif config.scenario == "store-outage":
+        cluster.store_outage(config.restart_delay_s)
     elif config.scenario == "overload":
         cluster.log("overload", users=config.users, shed_in_flight=config.shed_in_flight)
 

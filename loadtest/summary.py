@@ -64,6 +64,7 @@ def summarize(
         "completed": outcomes.get("completed", 0),
         "failed": outcomes.get("failed", 0),
         "lost": outcomes.get("lost", 0),
+        "tasks": task_totals(calls),
         "re_prompts": sum(c.get("re_prompts", 0) for c in calls),
         "retries": sum(c.get("retries", 0) for c in calls),
         "latency_ms": percentiles_ms([c["latency_ms"] for c in completed]),
@@ -87,6 +88,28 @@ def summarize(
         },
         "locust": locust_flow_totals(locust_report),
         "calls": calls,
+    }
+
+
+def task_totals(calls: list[dict[str, Any]]) -> dict[str, int]:
+    """What happened to the tasks, as their clients saw it.
+
+    `started` counts tasks acknowledged (the client got a task id); `completed`, `failed`
+    and `lost` split them by outcome; `taken_over` counts those another replica resumed.
+    `refused` counts task calls that never became a task (their creation failed, e.g. the
+    store was down), and `store_errors` the store errors clients waited out while polling.
+    """
+    tasks = [c for c in calls if c.get("task")]
+    acknowledged = [c for c in tasks if c["task"].get("id")]
+    outcomes = Counter(c["outcome"] for c in acknowledged)
+    return {
+        "started": len(acknowledged),
+        "completed": outcomes.get("completed", 0),
+        "failed": outcomes.get("failed", 0),
+        "lost": outcomes.get("lost", 0),
+        "taken_over": sum(bool(c["task"].get("taken_over")) for c in acknowledged),
+        "refused": sum(c["outcome"] != "completed" for c in tasks if not c["task"].get("id")),
+        "store_errors": sum(c["task"].get("store_errors", 0) for c in tasks),
     }
 
 

@@ -66,10 +66,10 @@ import labsim
 from labsim import plots
 from loadtest.cluster import Cluster
 from loadtest.config import ARCHITECTURES, LoadTestConfig
-from loadtest.flows import answer_for
 from loadtest.haproxy import HAProxy
 from loadtest.redis_server import RedisServer
 from loadtest.scenarios import LOCUSTFILE, USER_CLASSES, run_scenario
+from loadtest.simulated_user import answer_for
 from server.client import Exchange
 
 # %% [markdown]

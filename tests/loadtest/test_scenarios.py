@@ -16,9 +16,11 @@ import pytest
 
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
-from loadtest.flows import ThinkTime, httpx_post, run_mrtr_flow
+from loadtest.flows import run_mrtr_flow
 from loadtest.haproxy import HAProxy
+from loadtest.http_interface import httpx_post
 from loadtest.scenarios import run_scenario
+from loadtest.simulated_user import ThinkTime
 
 pytestmark = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
 

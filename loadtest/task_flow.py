@@ -1,0 +1,116 @@
+"""A tool call run as a task, as one user lives it, in either wire form of the task methods.
+
+The reference client's `TaskFlow` decides every message (it does no I/O); this module
+sends them through the load test's `Post`, lets the user think before each answer, and
+keeps the call's record. What the summary counts comes from what the client saw:
+
+- acknowledged: the client holds a task id (`tools/call` answered with a task);
+- completed / failed: the task's final result, or its error (a creation the store
+  refused is a failed call that never became a task);
+- lost: an acknowledged task that is gone ("Task not found"), or that is not done within
+  `timeout_s`;
+- taken_over: the task was resumed on another replica after its own stopped (its status
+  message said so, or its result names more than one replica).
+
+While the client follows an acknowledged task, a round no replica answers (a crash) is
+sent again, and a store error (HTTP 503, the store restarting) is waited out at the poll
+interval, both within the same `timeout_s`: a caller sees an error, never a hang.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from loadtest.flows import USER_CAPABILITIES, Caller, CallRecord, check_result
+from loadtest.http_interface import Post
+from loadtest.simulated_user import Sleep, ThinkTime
+from server.client import EXTENSION, SEED, McpError, TaskFlow, task_capabilities
+from server.tools.demo import demo_catalog
+
+#: The wire forms a load-test user can speak: the seed's methods and the released extension.
+WIRES = (SEED, EXTENSION)
+#: What a status message says when another replica resumed the task.
+TAKEOVER_MARK = "Resumed on "
+
+
+def task_tools(tool_mix: dict[str, float]) -> list[str]:
+    """The tools of the mix that run as tasks (the demo catalog's `taskSupport`)."""
+    tools = demo_catalog().tools
+    return [name for name in tool_mix if name in tools and tools[name].task_support != "forbidden"]
+
+
+def run_task_flow(
+    post: Post,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    arch: str,
+    wire: str,
+    think: ThinkTime,
+    rng: random.Random,
+    max_retries: int = 8,
+    sleep: Sleep = time.sleep,
+    timeout_s: float = 60.0,
+) -> CallRecord:
+    """One tool call as a task: create it (MRTR rounds first, if the tool asks), then poll,
+    answer and fetch until it is done."""
+    record = CallRecord(tool=tool, arch=arch, started=time.time())
+    record.task = {"wire": wire, "id": None, "status": None, "taken_over": False}
+    record.task["store_errors"] = 0
+    caller = Caller(post, record, think, rng, max_retries, sleep)
+    flow = TaskFlow(wire, task_capabilities(USER_CAPABILITIES, wire))
+    creation = flow.create(tool, arguments, ttl_ms=None, max_rounds=16)
+    try:
+        if not caller.run(creation):
+            record.outcome, record.error = "lost", f"no replica answered {tool}"
+        else:
+            flow.created()
+            record.task["id"] = flow.task_id
+            _follow(caller, flow, timeout_s)
+            flow.raise_for_error()
+    except McpError as error:
+        record.outcome, record.error = "failed", f"{error.code}: {error.message}"
+    record.rounds = len(creation.rounds) + len(flow.messages)
+    record.task["status"] = flow.status
+    caller.finish()
+    if record.outcome == "completed":
+        check_result(record, flow.result or {}, arguments)
+        if len(set(record.detail.get("replicas", []))) > 1:
+            record.task["taken_over"] = True
+    return record
+
+
+def _follow(caller: Caller, flow: TaskFlow, timeout_s: float) -> None:
+    """Poll, answer and fetch until the task is done, lost, or `timeout_s` has passed."""
+    record = caller.record
+    deadline = time.monotonic() + timeout_s
+    while (step := flow.next_step) != "done":
+        if time.monotonic() > deadline:
+            record.outcome, record.error = "lost", f"task not done after {timeout_s:g} s"
+            return
+        if step == "answer":
+            flow.answer(caller.answers(flow.input_requests or {}))
+            continue
+        if step == "wait":
+            caller.sleep(flow.poll_interval_s)
+        exchange = flow.next_exchange()
+        headers, body = exchange.next_request()
+        reply = caller.deliver(headers, body)
+        if reply is None:
+            continue  # no replica answered, even after retries: keep trying to the deadline
+        try:
+            exchange.record(body, reply.status, reply.body, 0.0)
+        except McpError as error:
+            if error.http_status == 503:  # the store is away: wait it out
+                record.task["store_errors"] += 1
+                caller.sleep(flow.poll_interval_s)
+                continue
+            if "not found" in error.message.lower():
+                record.outcome, record.error = "lost", f"{error.code}: {error.message}"
+                return
+            raise
+        flow.take(exchange)
+        if str(flow.task.get("statusMessage") or "").startswith(TAKEOVER_MARK):
+            record.task["taken_over"] = True
