@@ -131,7 +131,7 @@ class FlowUser(FastHttpUser):
         in the configured wire form, against the shared task store.
         """
         tool = self.pick_tool()
-        arguments = tool_arguments(tool, self.rng, CONFIG)
+        arguments = tool_arguments(tool, self.rng, CONFIG.crunch_units, CONFIG.provision_s)
         options = {
             "think": self.think,
             "rng": self.rng,

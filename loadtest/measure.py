@@ -34,9 +34,11 @@ import orjson
 from loadtest.bench import seal_open_microbench
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
-from loadtest.flows import HttpReply, Post, ThinkTime, run_mrtr_flow, tool_arguments
+from loadtest.flows import run_mrtr_flow
 from loadtest.held_memory import measure_held_calls
+from loadtest.http_interface import HttpReply, Post
 from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
+from loadtest.simulated_user import ThinkTime, tool_arguments
 
 COMMAND = "python -m loadtest measure --json labsim/measured.json"
 #: Client threads in the busy stretch (the light stretch has one, so nothing queues).

@@ -9,12 +9,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from loadtest.config import LoadTestConfig
-
 Sleep = Callable[[float], None]
 
 
-def tool_arguments(tool: str, rng: random.Random, config: LoadTestConfig) -> dict[str, Any]:
+def tool_arguments(
+    tool: str, rng: random.Random, crunch_units: int = 0, provision_s: float = 2.0
+) -> dict[str, Any]:
     """Arguments for a demo tool, as a varied user population would send them."""
     if tool == "get_weather":
         return {"location": rng.choice(["Paris", "Lagos", "Lima", "Oslo", "Pune"])}
@@ -23,9 +23,9 @@ def tool_arguments(tool: str, rng: random.Random, config: LoadTestConfig) -> dic
     if tool == "ask_capital":
         return {"country": rng.choice(["France", "Peru", "Japan", "Kenya"])}
     if tool == "crunch":
-        return {"units": config.crunch_units}
+        return {"units": crunch_units}
     if tool == "provision_vm":
-        return {"name": f"vm-{rng.randint(1, 99999)}", "seconds": config.provision_s}
+        return {"name": f"vm-{rng.randint(1, 99999)}", "seconds": provision_s}
     return {}
 
 
