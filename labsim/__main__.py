@@ -147,32 +147,12 @@ def run_compare(args: argparse.Namespace) -> int:
         }
         Path(args.json).write_text(json.dumps(payload, indent=2) + "\n")
     if args.plots:
-        _write_plots(Path(args.plots), comparison, names, args.seed, overrides)
+        from labsim.plots import write_figures
+
+        write_figures(Path(args.plots), comparison, names, args.seed, overrides)
+        print(f"plots written to {args.plots}")
     print(f"\nelapsed: {time.perf_counter() - started:.1f} s")
     return 0
-
-
-def _write_plots(
-    folder: Path, comparison: pd.DataFrame, names: list[str], seed: int, overrides: dict
-) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    from labsim import plots
-    from labsim.simulation import ARCHITECTURES, simulate
-
-    folder.mkdir(parents=True, exist_ok=True)
-    plots.comparison_grid(comparison).savefig(folder / "comparison_grid.png", dpi=120)
-    plots.cost_bars(comparison, names[0]).savefig(folder / "cost_bars.png", dpi=120)
-    for name in names:
-        params = scenarios.build(name, **overrides)
-        results = [simulate(params, a, seed) for a in ARCHITECTURES]
-        plots.latency_cdf(results).savefig(folder / f"latency_cdf_{name}.png", dpi=120)
-        plots.timeline(results).savefig(folder / f"timeline_{name}.png", dpi=120)
-        plt.close("all")
-    print(f"plots written to {folder}")
 
 
 def run_mmc(args: argparse.Namespace) -> int:
@@ -272,6 +252,48 @@ def run_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_plan(args: argparse.Namespace) -> int:
+    """`plan`: the smallest fleet per architecture that meets the SLO, priced per month."""
+    from labsim.capacity import PlanRequest, plan, plan_table
+
+    started = time.perf_counter()
+    mix = {}
+    for pair in args.tool_mix.split(","):
+        name, _, share = pair.partition("=")
+        mix[name.strip()] = _parse_value(share.strip())
+    request = PlanRequest(
+        rate_per_s=args.rate,
+        think_median_s=args.think_median_s,
+        slo_p95_ms=args.slo_p95_ms,
+        memory_gb_per_replica=args.memory_gb_per_replica,
+        connection_limit=args.connection_limit,
+        think_sigma=args.think_sigma,
+        tools=tuple(mix),
+        tool_mix=tuple(mix.values()),
+        never_answer_fraction=args.never_answer,
+        slo_completed_fraction=args.slo_completed,
+        vcpus_per_replica=args.vcpus,
+        target_cpu_utilization=args.target_cpu,
+        replications=args.replications,
+        measure_s=args.measure_s,
+        seed=args.seed,
+    )
+    base = SimParams().with_overrides(**_overrides([], args.params))
+    answer = plan(request, base, processes=args.processes, progress=True)
+    answer["elapsed_s"] = time.perf_counter() - started
+    print(
+        f"{args.rate:g} calls/s, think median {args.think_median_s:g} s, SLO p95 "
+        f"{args.slo_p95_ms:g} ms and {args.slo_completed:.0%} completed; replicas of "
+        f"{args.vcpus:g} vCPU, {args.memory_gb_per_replica:g} GB, {args.connection_limit} "
+        f"connections, CPU target {args.target_cpu:.0%}; {args.replications} replications\n"
+    )
+    print(plan_table(answer))
+    print(f"\nelapsed: {answer['elapsed_s']:.1f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(answer, indent=2, default=float) + "\n")
+    return 0
+
+
 def run_scenarios(args: argparse.Namespace) -> int:
     """`scenarios`: list the named scenarios."""
     for name in scenarios.SCENARIOS:
@@ -318,6 +340,30 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument("--seed", type=int, default=0)
     bench.set_defaults(run=run_bench)
+
+    planning = commands.add_parser("plan", help="right-size each architecture, with its bill")
+    planning.add_argument("--rate", type=float, default=20.0, help="calls per second")
+    planning.add_argument("--think-median-s", type=float, default=10.0, help="per question")
+    planning.add_argument("--think-sigma", type=float, default=1.5, help="lognormal shape")
+    planning.add_argument("--slo-p95-ms", type=float, default=250.0, help="p95 server latency")
+    planning.add_argument("--slo-completed", type=float, default=0.99, help="of answered calls")
+    planning.add_argument("--memory-gb-per-replica", type=float, default=4.0)
+    planning.add_argument("--connection-limit", type=int, default=1024)
+    planning.add_argument("--vcpus", type=float, default=2.0, help="per replica")
+    planning.add_argument("--target-cpu", type=float, default=0.7, help="CPU utilisation")
+    planning.add_argument("--never-answer", type=float, default=0.05, help="share of users")
+    planning.add_argument(
+        "--tool-mix",
+        default="crunch=0.5,get_weather=0.3,link_accounts=0.2",
+        help="NAME=SHARE,... of the simulated tools",
+    )
+    planning.add_argument("--replications", type=int, default=3, help="runs per fleet size")
+    planning.add_argument("--measure-s", type=float, default=300.0, help="simulated, after warm-up")
+    planning.add_argument("--seed", type=int, default=0)
+    planning.add_argument("--processes", type=int, default=None, help="default: every core")
+    planning.add_argument("--json", metavar="FILE", help="also write the plan as JSON")
+    planning.add_argument("--params", metavar="FILE", help=PARAMS_HELP)
+    planning.set_defaults(run=run_plan)
 
     listing = commands.add_parser("scenarios", help="list the named scenarios")
     listing.set_defaults(run=run_scenarios)

@@ -8,6 +8,8 @@ one colour everywhere; units are in the axis labels.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -181,3 +183,23 @@ def comparison_grid(
     fig.suptitle("Architectures compared, scenario by scenario (bars: mean; whiskers: 95% CI)")
     fig.tight_layout()
     return fig
+
+
+def write_figures(
+    folder: Path, comparison: pd.DataFrame, names: list[str], seed: int, overrides: dict[str, Any]
+) -> None:
+    """The figures of a `compare` run as PNG files: the grid, the bill, and per scenario
+    the latency CDFs and timelines of one seeded run of each architecture."""
+    from labsim import scenarios
+    from labsim.simulation import ARCHITECTURES, simulate
+
+    plt.switch_backend("Agg")
+    folder.mkdir(parents=True, exist_ok=True)
+    comparison_grid(comparison).savefig(folder / "comparison_grid.png", dpi=120)
+    cost_bars(comparison, names[0]).savefig(folder / "cost_bars.png", dpi=120)
+    for name in names:
+        params = scenarios.build(name, **overrides)
+        results = [simulate(params, a, seed) for a in ARCHITECTURES]
+        latency_cdf(results).savefig(folder / f"latency_cdf_{name}.png", dpi=120)
+        timeline(results).savefig(folder / f"timeline_{name}.png", dpi=120)
+        plt.close("all")
