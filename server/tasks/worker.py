@@ -17,7 +17,9 @@ a newer run made elsewhere, and stops this run.
 
 A run holds a lease on its task, renewed while it runs. If its replica dies, the lease
 lapses, and the next replica to read the task takes it over: it starts a new run from the
-last checkpoint. The store, not the replica, is what the task depends on.
+last checkpoint. The store, not the replica, is what the task depends on. A write the store
+refuses (an outage, a restart) ends the run the same way, never the task: its lease lapses
+and the next reader, once the store is back, takes it over from the last checkpoint.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ class TaskWorker:
         except RunSuperseded:
             log.info("task %s run %d stopped: superseded", task_id, run)
         except TaskStoreError:
-            log.exception("task %s run %d: the task store failed", task_id, run)
+            log.exception("task %s run %d stopped: the task store failed", task_id, run)
 
     async def _execute(self, record: TaskRecord) -> Callable[[TaskRecord], None]:
         """Run the handler once; returns how to record the outcome."""
@@ -169,7 +171,9 @@ class TaskWorker:
         except InputRequired as asked:
             wire = {key: request.to_wire() for key, request in asked.requests.items()}
             return _parked(wire, ctx.state)
-        except RunSuperseded:
+        except (RunSuperseded, TaskStoreError):
+            # A checkpoint the store refused is not the tool's failure: the run stops, its
+            # lease lapses, and the next reader takes the task over from the last checkpoint.
             raise
         except RpcError as error:
             return _failed(error.to_error())

@@ -7,12 +7,24 @@ from the last checkpoint saved in the store (`provision_vm` skips the steps alre
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from server.core.context import Replica
 from server.harness.process import ServerProcess
+from server.tasks.store import (
+    COMPLETED,
+    WORKING,
+    InProcessTaskStore,
+    TaskRecord,
+    TaskStoreError,
+    now_ms,
+)
+from server.tasks.worker import TaskWorker
+from server.tools.demo import demo_catalog
 from tests.server.tasks_fixtures import Wire, redis_url, running_replicas
 
 __all__ = ["redis_url"]  # a fixture, used below
@@ -61,3 +73,61 @@ def test_a_task_whose_replica_dies_is_finished_by_another(
     assert not any("(1/4)" in m for m in seen_on_b)  # the first step was not done again
     final = on_b("tasks/result", {"taskId": task_id})
     assert final["structuredContent"]["replicas"] == [a.replica_id, b.replica_id]
+
+
+class OutageStore(InProcessTaskStore):
+    """A task store in memory whose next `refusals` writes fail, as writes do on a
+    connection a Redis restart has cut."""
+
+    refusals = 0
+
+    async def _compare_and_set(self, record: TaskRecord) -> bool:
+        if self.refusals:
+            self.refusals -= 1
+            raise TaskStoreError("task store unavailable (connection closed)")
+        return await super()._compare_and_set(record)
+
+
+def test_a_checkpoint_the_store_refuses_stops_the_run_and_another_replica_finishes_it() -> None:
+    async def main() -> TaskRecord:
+        store = OutageStore()
+        catalog = demo_catalog()
+        a, b = (
+            TaskWorker(store, catalog, Replica(name, 1, lambda: 0, 0, 0), lease_s=LEASE_S)
+            for name in ("a", "b")
+        )
+        created = now_ms()
+        task = TaskRecord(
+            task_id="provision_vm_1",
+            principal="alice",
+            tool="provision_vm",
+            arguments={"name": "outage", "seconds": 0.2},
+            client_capabilities={"elicitation": {"form": {}}, "tasks": {}},
+            status=WORKING,
+            created_at_ms=created,
+            updated_at_ms=created,
+            ttl_ms=60_000,
+            poll_interval_ms=20,
+            answers={"confirm_provision": {"action": "accept", "content": {"confirm": True}}},
+        )
+        a.lease(task)
+        await store.create(task)
+        store.refusals = 1  # the run's first checkpoint is refused; later writes succeed
+        a.start(task)
+        deadline = time.monotonic() + 10
+        while a.running:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        stopped = await store.get(task.task_id)
+        assert stopped is not None and stopped.status == WORKING  # not failed by the outage
+        while (now := await store.get(task.task_id)) is not None and now.status == WORKING:
+            assert time.monotonic() < deadline
+            await b.take_over_if_abandoned(now)  # a poll reaching replica b
+            await asyncio.sleep(0.05)
+        await asyncio.gather(a.close(), b.close())
+        assert now is not None
+        return now
+
+    finished = asyncio.run(main())
+    assert finished.status == COMPLETED, finished.error
+    assert finished.result["structuredContent"]["replicas"] == ["b"]
