@@ -69,6 +69,13 @@ def _serve(argv: list[str]) -> int:
         metavar="S",
         help="interval between SSE keep-alive comments on a held stream",
     )
+    parser.add_argument(
+        "--state-ttl-s",
+        type=float,
+        default=ServerConfig.state_ttl_s,
+        metavar="S",
+        help="how long a sealed requestState stays valid; a later retry is asked again",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -87,6 +94,7 @@ def _serve(argv: list[str]) -> int:
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,
             legacy_keepalive_interval_s=args.legacy_keepalive_s,
+            state_ttl_s=args.state_ttl_s,
         )
     except ConfigError as exc:
         parser.error(str(exc))

@@ -41,6 +41,13 @@ class ServerMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.state_restarts = Counter(
+            "mrtr_request_state_restarts",
+            "Requests whose requestState had expired or was sealed with a key no longer held, "
+            "answered by asking again from the first question, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             "mcp_in_flight_requests", "Requests being served now", registry=self.registry
         )

@@ -24,6 +24,9 @@ from server.mrtr.state import Origin, StateError, StateSealer, arguments_digest
 from server.protocol.inputs import input_responses
 from server.protocol.jsonrpc import invalid_params
 
+#: requestState failures answered by asking again from the first question.
+RESTARTABLE = frozenset({"expired", "unknown_key"})
+
 
 class MrtrAttempt:
     """The 2026-07-28 attempt strategy: one replica's sealer, limits and metrics."""
@@ -43,8 +46,15 @@ class MrtrAttempt:
         self.max_rounds = max_rounds
         self.max_request_state_bytes = max_request_state_bytes
 
-    def open_state(self, params: dict[str, Any], origin: Origin) -> tuple[int, dict, dict]:
-        """(rounds so far, carried answers, tool state) from the echoed requestState."""
+    def open_state(self, params: dict[str, Any], origin: Origin) -> tuple[int, dict, dict] | None:
+        """(rounds so far, carried answers, tool state) from the echoed requestState.
+
+        None when the state is too old to use: expired, or sealed with a key this replica
+        no longer holds (retired after a rotation). Such a state is not an attack, just
+        late, so the request starts again and the user is asked again; nothing in it is
+        used, so a state that only looks that way gains nobody anything. Every other
+        failure (tampered, another principal's, another request's) is an error.
+        """
         if "requestState" not in params:
             return 0, {}, {}
         token = params["requestState"]
@@ -57,6 +67,9 @@ class MrtrAttempt:
             opened = self.sealer.open(token, origin)
         except StateError as exc:
             self.metrics.state_failures.labels(exc.reason).inc()
+            if exc.reason in RESTARTABLE:
+                self.metrics.state_restarts.labels(exc.reason).inc()
+                return None
             raise invalid_params(f"Invalid requestState: {exc}", {"reason": exc.reason}) from exc
         return opened.round, opened.answers, opened.tool_state
 
@@ -70,7 +83,12 @@ class MrtrAttempt:
             arguments_digest(invocation.arguments),
         )
         responses = input_responses(params.get("inputResponses", {}))
-        rounds, carried, tool_state = self.open_state(params, origin)
+        opened = self.open_state(params, origin)
+        if opened is None:
+            # Start again: the answers sent with a stale state reply to questions of a
+            # round the server no longer knows, so they are dropped too.
+            opened, responses = (0, {}, {}), {}
+        rounds, carried, tool_state = opened
         channel = MrtrChannel(carried, responses, call.client_capabilities)
         ctx = Context(
             call,

@@ -197,8 +197,6 @@ class StateSealer:
         document = _load(plaintext)
         if document["sub"] != origin.principal:
             raise StateError("wrong_principal", "requestState belongs to another principal")
-        if document["exp"] < self._clock():
-            raise StateError("expired", "requestState has expired; start the request again")
         if (
             document["m"] != origin.method
             or document["n"] != origin.name
@@ -207,4 +205,8 @@ class StateSealer:
             raise StateError(
                 "wrong_request", "requestState was issued for a different request or arguments"
             )
+        # Checked last: only a state that is this request's own and otherwise sound is
+        # "expired", which the server answers by asking again rather than with an error.
+        if document["exp"] < self._clock():
+            raise StateError("expired", "requestState has expired; start the request again")
         return OpenedState(kid, document["r"], document["a"], document["s"])
