@@ -26,7 +26,7 @@ from typing import Any
 from loadtest.http_interface import RETRYABLE_STATUS, HttpReply, Post
 from loadtest.simulated_user import Sleep, ThinkTime, answer_for, think_for
 from server.client import Exchange, McpError, text_of
-from server.tools.demo import crunch_start, crunch_units
+from server.tools.crunch import crunch_start, crunch_units
 
 #: What the swarm's users can answer: forms, LLM samples and roots.
 USER_CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}

@@ -9,11 +9,12 @@ is status 0, never an exception, so flows decide alone what a cut means.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from server.protocol.jsonrpc import json_object
 
 #: HTTP statuses a balancer returns when a replica is gone or busy: retry elsewhere.
 RETRYABLE_STATUS = {0, 502, 503, 504}
@@ -75,7 +76,7 @@ class HttpxLegacy:
                 parsed = None
                 if not is_stream:
                     response.read()
-                    parsed = _json_or_none(response.text)
+                    parsed = json_object(response.text)
                 yield StreamReply(
                     response.status_code,
                     response.headers.get("x-served-by"),
@@ -85,14 +86,6 @@ class HttpxLegacy:
                 )
         except httpx.TransportError as exc:
             raise StreamCut(f"connection failed: {type(exc).__name__}") from exc
-
-
-def _json_or_none(text: str) -> dict[str, Any] | None:
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
 
 
 def httpx_post(client: Any, url: str) -> Post:
@@ -107,7 +100,7 @@ def httpx_post(client: Any, url: str) -> Post:
         return HttpReply(
             response.status_code,
             response.headers.get("x-served-by"),
-            _json_or_none(response.text),
+            json_object(response.text),
             {k.lower(): v for k, v in response.headers.items()},
         )
 

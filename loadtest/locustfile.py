@@ -28,6 +28,7 @@ from loadtest.http_interface import HttpReply, StreamCut, StreamReply
 from loadtest.legacy_flow import SessionHolder, run_legacy_flow
 from loadtest.simulated_user import ThinkTime, tool_arguments
 from loadtest.task_flow import WIRES, run_task_flow, task_tools
+from server.protocol.jsonrpc import json_object
 
 CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
 CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
@@ -81,7 +82,7 @@ class FlowUser(FastHttpUser):
             name=request_name(body),
             catch_response=True,
         ) as response:
-            parsed = json_body(response.text)
+            parsed = json_object(response.text)
             judge(response, parsed)
             return HttpReply(
                 response.status_code or 0,
@@ -102,7 +103,7 @@ class FlowUser(FastHttpUser):
             catch_response=True,
         ) as response:
             is_stream = (header(response, "content-type") or "").startswith("text/event-stream")
-            parsed = None if is_stream else json_body(response.text)
+            parsed = None if is_stream else json_object(response.text)
             judge(response, parsed)
 
             def lines() -> Iterator[str]:
@@ -176,14 +177,6 @@ def request_name(body: dict[str, Any]) -> str:
     """How Locust groups a request in its statistics."""
     params = body.get("params") or {}
     return f"{body.get('method', 'answer')} {params.get('name', '')}".strip()
-
-
-def json_body(text: str | None) -> dict[str, Any] | None:
-    try:
-        parsed = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return parsed if isinstance(parsed, dict) else None
 
 
 def header(response: Any, name: str) -> str | None:

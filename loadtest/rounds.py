@@ -6,18 +6,27 @@ from typing import Any
 
 import httpx
 
-VERSION = "2026-07-28"
+from server.protocol.headers import (
+    META_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_VERSION,
+    METHOD_HEADER,
+    NAME_HEADER,
+    VERSION_HEADER,
+)
+from server.protocol.versions import MODERN_VERSION
+
 META = {
-    "io.modelcontextprotocol/protocolVersion": VERSION,
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    META_VERSION: MODERN_VERSION,
+    META_CLIENT_INFO: {"name": "bench", "version": "1"},
+    META_CAPABILITIES: {"elicitation": {"form": {}}},
 }
 HEADERS = {
     "Content-Type": "application/json",
     "Accept": "application/json, text/event-stream",
-    "MCP-Protocol-Version": VERSION,
-    "Mcp-Method": "tools/call",
-    "Mcp-Name": "get_weather",
+    VERSION_HEADER: MODERN_VERSION,
+    METHOD_HEADER: "tools/call",
+    NAME_HEADER: "get_weather",
 }
 
 

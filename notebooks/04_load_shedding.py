@@ -62,7 +62,7 @@ from labsim.tools import requests_per_call
 from server.app import create_app
 from server.client import MrtrClient
 from server.config import ServerConfig, StateKey
-from server.tools.demo import crunch_start, crunch_units
+from server.tools.crunch import crunch_start, crunch_units
 
 # %% [markdown]
 # ## 1. `crunch`, live, across two replicas

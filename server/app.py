@@ -23,14 +23,15 @@ from server.core.call import Call, Method
 from server.core.catalog import Catalog
 from server.core.context import Replica
 from server.core.dispatch import Dispatcher
-from server.core.methods import MODERN_VERSION, Methods
+from server.core.methods import Methods
 from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
-from server.legacy.era import LEGACY_VERSION, LegacyEra, ends_legacy_session, is_legacy_request
+from server.legacy.era import LegacyEra, ends_legacy_session, is_legacy_request
 from server.mrtr.runner import MrtrAttempt
 from server.mrtr.state import StateSealer
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
+from server.protocol.versions import SUPPORTED_VERSIONS
 from server.tasks.attempt import TaskAttempt
 from server.tasks.methods import TaskMethods
 from server.tasks.store import open_task_store
@@ -41,7 +42,6 @@ from server.transport import streamable as transport
 from server.transport.auth import Authenticator
 from server.transport.guard import Guard, Refused
 
-SUPPORTED_VERSIONS = [MODERN_VERSION, LEGACY_VERSION]
 #: Methods whose handlers may send progress or log notifications before their result.
 STREAMING_METHODS = {"tools/call", "prompts/get", "resources/read"}
 
@@ -173,7 +173,7 @@ class McpServer:
             return transport.error_response(jsonrpc.request_id_of(payload), error)
 
     def _check_version(self, headers: Mapping[str, str], message: Message) -> dict[str, Any]:
-        version = rules.header(headers, "mcp-protocol-version")
+        version = rules.header(headers, rules.VERSION_HEADER)
         if version is None:
             raise RpcError(
                 jsonrpc.HEADER_MISMATCH, "Missing MCP-Protocol-Version header", http_status=400

@@ -14,15 +14,15 @@ from typing import Any
 
 from server.core.call import Attempt, Call, Invocation, Method
 from server.core.catalog import Catalog
-from server.protocol.headers import check_param_headers
+from server.protocol.headers import META_SERVER_INFO, check_param_headers
 from server.protocol.jsonrpc import RpcError, invalid_params
+from server.protocol.versions import MODERN_VERSION
 
-MODERN_VERSION = "2026-07-28"
 SERVER_INFO = {"name": "mrtr-lab", "title": "MRTR Lab server", "version": "0.1.0"}
 INSTRUCTIONS = (
     "MRTR Lab: demo tools that ask for input in the middle of a call. Under protocol "
-    "2026-07-28 they answer input_required with inputRequests and a sealed requestState; "
-    "retry with inputResponses and the same requestState, on any replica."
+    f"{MODERN_VERSION} they answer input_required with inputRequests and a sealed "
+    "requestState; retry with inputResponses and the same requestState, on any replica."
 )
 
 
@@ -80,7 +80,7 @@ class Methods:
                 "supportedVersions": self.supported_versions,
                 "capabilities": self.capabilities(),
                 "instructions": INSTRUCTIONS,
-                "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
+                "_meta": {META_SERVER_INFO: SERVER_INFO},
             }
         )
 
@@ -157,4 +157,4 @@ def _arguments(params: dict[str, Any]) -> dict[str, Any]:
     return arguments
 
 
-__all__ = ["MODERN_VERSION", "Methods", "RpcError"]
+__all__ = ["Methods", "RpcError"]

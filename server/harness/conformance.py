@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from server.harness.process import ServerProcess
+from server.protocol.versions import MODERN_VERSION
 
 PACKAGE = "@modelcontextprotocol/conformance"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print every failed check")
     args = parser.parse_args(argv)
     if not args.scenario and not args.requirements:
-        args.requirements = "2026-07-28"
+        args.requirements = MODERN_VERSION
     try:
         suite_paths()
     except SuiteNotInstalled as exc:

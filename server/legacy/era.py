@@ -42,13 +42,13 @@ from server.legacy.metrics import LegacyMetrics
 from server.legacy.store import Delivery, Session, StoreUnavailable, open_store
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
+from server.protocol.headers import SESSION_HEADER, VERSION_HEADER
 from server.protocol.jsonrpc import Message, RpcError, invalid_params
+from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
 
 log = logging.getLogger("server.legacy")
 
-LEGACY_VERSION = "2025-11-25"
-SESSION_HEADER = "mcp-session-id"
 #: Methods whose handlers may ask for input, and so may hold an SSE stream.
 HOLDING_METHODS = {"tools/call", "prompts/get", "resources/read"}
 #: Catalog methods served under 2025-11-25, from the shared method table.
@@ -66,7 +66,7 @@ CATALOG_METHODS = (
 MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
 KEEPALIVE = b": keep-alive\n\n"
 INSTRUCTIONS = (
-    "MRTR Lab, legacy mode (2025-11-25): a tool that needs input answers tools/call with an "
+    f"MRTR Lab, legacy mode ({LEGACY_VERSION}): a tool that needs input answers tools/call with an "
     "SSE stream, sends elicitation/create, sampling/createMessage or roots/list requests on "
     "it and waits; POST each JSON-RPC response with your Mcp-Session-Id."
 )
@@ -79,18 +79,18 @@ def is_legacy_request(headers: Mapping[str, str], payload: Any) -> bool:
     session id is legacy; anything else is left to the 2026-07-28 rules (which require the
     header).
     """
-    version = rules.header(headers, "mcp-protocol-version")
+    version = rules.header(headers, VERSION_HEADER)
     if version is not None:
         return version == LEGACY_VERSION
-    if headers.get(SESSION_HEADER):
+    if rules.header(headers, SESSION_HEADER):
         return True
     return isinstance(payload, dict) and payload.get("method") == "initialize"
 
 
 def ends_legacy_session(request: Request) -> bool:
     """Whether a DELETE names a legacy session (else it is 405, as under 2026-07-28)."""
-    version = rules.header(request.headers, "mcp-protocol-version")
-    return bool(request.headers.get(SESSION_HEADER)) and version in (None, LEGACY_VERSION)
+    version = rules.header(request.headers, VERSION_HEADER)
+    return bool(rules.header(request.headers, SESSION_HEADER)) and version in (None, LEGACY_VERSION)
 
 
 def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +278,7 @@ class LegacyEra:
             "instructions": INSTRUCTIONS,
         }
         response = transport.json_response(jsonrpc.result_response(message.id, result))
-        response.headers["Mcp-Session-Id"] = session.session_id
+        response.headers[SESSION_HEADER] = session.session_id
         return response
 
     async def _session(self, request: Request, principal: str) -> Session:

@@ -27,10 +27,24 @@ from server.protocol.jsonrpc import (
     RpcError,
 )
 
+#: Headers of Streamable HTTP, spelled as sent; servers read them case-insensitively.
+VERSION_HEADER = "MCP-Protocol-Version"
+METHOD_HEADER = "Mcp-Method"
+NAME_HEADER = "Mcp-Name"
+#: A 2025-11-25 session's id, issued by `initialize` and sent on every later request.
+SESSION_HEADER = "Mcp-Session-Id"
+#: An argument a tool mirrors in a header (SEP-2243's `x-mcp-header`): this, then its name.
+PARAM_HEADER_PREFIX = "Mcp-Param-"
+
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+#: The tasks extension (SEP-2663), as a capability under `extensions`.
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+#: The seed's `_meta` entry tying a task message to its task.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Methods whose target (tool, prompt, resource or task) is repeated in the `Mcp-Name`
 #: header; the tasks extension (SEP-2663) adds its task methods, named by `taskId`.
 NAMED_METHODS = {
@@ -44,8 +58,12 @@ NAMED_METHODS = {
 
 
 def header(headers: Mapping[str, str], name: str) -> str | None:
-    """A header value (lowercase `name`) with surrounding whitespace removed (RFC 9110)."""
-    value = headers.get(name)
+    """A header's value with surrounding whitespace removed (RFC 9110).
+
+    `headers` has lowercase names (as ASGI gives them, or Starlette's case-insensitive
+    `Headers`); `name` may be spelled either way.
+    """
+    value = headers.get(name.lower())
     return value.strip() if value is not None else None
 
 
@@ -67,7 +85,7 @@ def check_modern_request(
             f"Invalid params: _meta is missing {', '.join(missing)}",
             http_status=400,
         )
-    version = header(headers, "mcp-protocol-version")
+    version = header(headers, VERSION_HEADER)
     if version != meta[META_VERSION]:
         raise RpcError(
             HEADER_MISMATCH,
@@ -83,14 +101,14 @@ def check_modern_request(
             "Invalid params: clientCapabilities must be an object",
             http_status=400,
         )
-    if header(headers, "mcp-method") != message.method:
+    if header(headers, METHOD_HEADER) != message.method:
         raise RpcError(
             HEADER_MISMATCH, "Mcp-Method header does not match the body's method", http_status=400
         )
     field = NAMED_METHODS.get(message.method)
     if field is not None:
         target = message.params.get(field)
-        if isinstance(target, str) and header(headers, "mcp-name") != target:
+        if isinstance(target, str) and header(headers, NAME_HEADER) != target:
             raise RpcError(
                 HEADER_MISMATCH,
                 f"Mcp-Name header does not match the body's params.{field}",
@@ -122,7 +140,7 @@ def check_param_headers(
     for arg, suffix in header_params.items():
         if arg not in arguments or arguments[arg] is None:
             continue
-        raw = headers.get(f"mcp-param-{suffix.lower()}")
+        raw = headers.get(f"{PARAM_HEADER_PREFIX}{suffix}".lower())
         if raw is None:
             raise RpcError(
                 HEADER_MISMATCH, f"Mcp-Param-{suffix} header is required", http_status=400

@@ -82,6 +82,21 @@ def decode(body: bytes) -> Any:
         raise RpcError(PARSE_ERROR, "Parse error: body is not valid JSON", http_status=400) from exc
 
 
+def json_object(text: str | bytes | None) -> dict[str, Any] | None:
+    """A body parsed as a JSON object, or None when it is empty, not JSON, or not an object.
+
+    For readers of responses (clients, load-test users), where a proxy's HTML error page
+    or an empty 202 is an answer to record rather than a failure to raise.
+    """
+    if not text:
+        return None
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
 def request_id_of(payload: Any) -> RequestId:
     """The id of a payload if it has a usable one, for echoing it in an error response."""
     if isinstance(payload, dict):

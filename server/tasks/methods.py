@@ -31,6 +31,7 @@ import asyncio
 from typing import Any
 
 from server.core.call import Call, Method
+from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.inputs import answers, input_responses
 from server.protocol.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
 from server.tasks.store import (
@@ -45,9 +46,7 @@ from server.tasks.store import (
 )
 from server.tasks.wire import (
     EXTENSION,
-    RELATED_TASK,
     SEED,
-    TASKS_EXTENSION,
     detailed_task,
     missing_tasks_capability,
     related_task,

@@ -10,11 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.jsonrpc import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, RpcError
 from server.tasks.store import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, TaskStoreError
 
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
-RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: The two wire forms of the task methods.
 SEED = "seed"
 EXTENSION = "extension"

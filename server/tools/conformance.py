@@ -15,7 +15,8 @@ from server.core.catalog import Catalog
 from server.core.context import Context
 from server.protocol.content import prompt_result, resource_result, text, tool_result
 from server.protocol.inputs import elicitation, roots, sampling
-from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError
+from server.tools.conformance_legacy import add_legacy_tools
+from server.tools.conformance_tasks import NAME_SCHEMA, add_task_tools
 
 # A 1x1 red PNG and a tiny silent WAV: the smallest valid media the scenarios accept.
 RED_PIXEL_PNG = base64.b64encode(
@@ -31,7 +32,6 @@ SILENT_WAV = base64.b64encode(
     + b"data" + (2).to_bytes(4, "little") + b"\x00\x00"
 ).decode()  # fmt: skip
 
-NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 JSON_SCHEMA_2020_12_TOOL = "json_schema_2020_12_tool"
 JSON_SCHEMA_2020_12 = {
@@ -63,8 +63,8 @@ def add_conformance_fixtures(catalog: Catalog) -> None:
     """Register the suite's fixtures in `catalog`."""
     _add_content_tools(catalog)
     _add_mrtr_tools(catalog)
-    _add_task_tools(catalog)
-    _add_legacy_tools(catalog)
+    add_task_tools(catalog)
+    add_legacy_tools(catalog)
     _add_prompts(catalog)
     _add_resources(catalog)
 
@@ -218,192 +218,6 @@ def _add_mrtr_tools(catalog: Catalog) -> None:
         asked = {k: r for k, r in wanted.items() if ctx.supports(r.capability)}
         answers = await ctx.ask(**asked) if asked else {}
         return tool_result(f"Received {len(answers)} answers: {', '.join(sorted(answers))}")
-
-
-USER_INFO_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "username": {"type": "string", "description": "User's response"},
-        "email": {"type": "string", "description": "User's email address"},
-    },
-    "required": ["username", "email"],
-}
-SEP1034_DEFAULTS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "default": "John Doe"},
-        "age": {"type": "integer", "default": 30},
-        "score": {"type": "number", "default": 95.5},
-        "status": {
-            "type": "string",
-            "enum": ["active", "inactive", "pending"],
-            "default": "active",
-        },
-        "verified": {"type": "boolean", "default": True},
-    },
-}
-
-
-def _titled(prefix: str, titles: list[str]) -> list[dict[str, str]]:
-    return [{"const": f"{prefix}{i}", "title": t} for i, t in enumerate(titles, start=1)]
-
-
-SEP1330_ENUMS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-        "titledSingle": {
-            "type": "string",
-            "oneOf": _titled("value", ["First Option", "Second Option", "Third Option"]),
-        },
-        "legacyEnum": {
-            "type": "string",
-            "enum": ["opt1", "opt2", "opt3"],
-            "enumNames": ["Option One", "Option Two", "Option Three"],
-        },
-        "untitledMulti": {
-            "type": "array",
-            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
-        },
-        "titledMulti": {
-            "type": "array",
-            "items": {"anyOf": _titled("value", ["First Choice", "Second Choice", "Third Choice"])},
-        },
-    },
-}
-
-
-def _add_legacy_tools(catalog: Catalog) -> None:
-    """The tools the 2025-11-25 scenarios call; under that protocol they ask on the stream."""
-
-    @catalog.tool(
-        "test_elicitation",
-        "Asks the user for a username and an email.",
-        {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
-    )
-    async def legacy_elicitation(ctx: Context) -> dict[str, Any]:
-        answer = await ctx.elicit("user_info", ctx.arguments["message"], USER_INFO_SCHEMA)
-        content = json.dumps(answer.content)
-        return tool_result(f"User response: action={answer.action}, content={content}")
-
-    @catalog.tool(
-        "test_sampling",
-        "Asks the client's LLM to answer a prompt.",
-        {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
-    )
-    async def legacy_sampling(ctx: Context) -> dict[str, Any]:
-        answer = await ctx.sample("llm_response", ctx.arguments["prompt"], max_tokens=100)
-        return tool_result(f"LLM response: {answer.text}")
-
-    @catalog.tool("test_tool_with_logging", "Logs three info messages, 50 ms apart.")
-    async def with_logging(ctx: Context) -> dict[str, Any]:
-        steps = ("Tool execution started", "Tool processing data", "Tool execution completed")
-        for i, step in enumerate(steps):
-            if i:
-                await asyncio.sleep(0.05)
-            await ctx.log("info", step)
-        return tool_result("Logging tool completed")
-
-    @catalog.tool("test_elicitation_sep1034_defaults", "Asks a form whose fields have defaults.")
-    async def sep1034_defaults(ctx: Context) -> dict[str, Any]:
-        answer = await ctx.elicit("defaults", "Please review your details", SEP1034_DEFAULTS_SCHEMA)
-        content = json.dumps(answer.content)
-        return tool_result(f"Elicitation completed: action={answer.action}, content={content}")
-
-    @catalog.tool("test_elicitation_sep1330_enums", "Asks a form with every kind of enum.")
-    async def sep1330_enums(ctx: Context) -> dict[str, Any]:
-        answer = await ctx.elicit("enums", "Please choose your options", SEP1330_ENUMS_SCHEMA)
-        content = json.dumps(answer.content)
-        return tool_result(f"Elicitation completed: action={answer.action}, content={content}")
-
-
-#: How often a long fixture task reports progress (and so notices a cancellation).
-TASK_TICK_S = 0.25
-CONFIRM_SCHEMA = {
-    "type": "object",
-    "properties": {"confirm": {"type": "boolean"}},
-    "required": ["confirm"],
-}
-OPTIONAL_TASK = {"taskSupport": "optional"}
-REQUIRED_TASK = {"taskSupport": "required"}
-
-
-def _add_task_tools(catalog: Catalog) -> None:
-    """The fixtures of the tasks extension scenarios (`tasks-*`)."""
-
-    @catalog.tool("greet", "Says hello (sync only).", NAME_SCHEMA)
-    async def greet(ctx: Context) -> dict[str, Any]:
-        return tool_result(f"Hello, {ctx.arguments['name']}!")
-
-    @catalog.tool(
-        "slow_compute",
-        "Sleeps `seconds`, then returns; runs as a task.",
-        {
-            "type": "object",
-            "properties": {
-                "seconds": {"type": "number", "minimum": 0, "maximum": 600},
-                "label": {"type": "string"},
-            },
-            "required": ["seconds"],
-        },
-        execution=OPTIONAL_TASK,
-    )
-    async def slow_compute(ctx: Context) -> dict[str, Any]:
-        await ctx.become_task()
-        seconds = float(ctx.arguments["seconds"])
-        label = ctx.arguments.get("label", "slow_compute")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + seconds
-        while (left := deadline - loop.time()) > 0:
-            await ctx.progress(seconds - left, seconds, f"{label}: computing")
-            await asyncio.sleep(min(TASK_TICK_S, left))
-        return tool_result(f"{label}: computed in {seconds:g} s")
-
-    @catalog.tool("failing_job", "Fails as a tool after about a second.", execution=REQUIRED_TASK)
-    async def failing_job(ctx: Context) -> dict[str, Any]:
-        await ctx.become_task()
-        await asyncio.sleep(1.0)
-        return tool_result("failing_job failed, as it always does", is_error=True)
-
-    @catalog.tool("protocol_error_job", "Fails with a protocol error.", execution=OPTIONAL_TASK)
-    async def protocol_error_job(ctx: Context) -> dict[str, Any]:
-        await ctx.become_task()
-        raise RpcError(INTERNAL_ERROR, "protocol_error_job failed with a protocol error")
-
-    @catalog.tool(
-        "confirm_delete",
-        "Asks for confirmation, then deletes (pretends to).",
-        {"type": "object", "properties": {"filename": {"type": "string"}}},
-        execution=OPTIONAL_TASK,
-    )
-    async def confirm_delete(ctx: Context) -> dict[str, Any]:
-        await ctx.become_task()
-        filename = ctx.arguments.get("filename", "the file")
-        answer = await ctx.elicit("confirm_delete", f"Delete {filename}?", CONFIRM_SCHEMA)
-        if answer.accepted and answer.content["confirm"]:
-            return tool_result(f"Deleted {filename}")
-        return tool_result(f"Kept {filename}")
-
-    @catalog.tool("multi_input", "Asks two things at once.", execution=OPTIONAL_TASK)
-    async def multi_input(ctx: Context) -> dict[str, Any]:
-        await ctx.become_task()
-        answers = await ctx.ask(
-            user_name=elicitation("What is your name?", NAME_SCHEMA),
-            confirm=elicitation("Confirm?", CONFIRM_SCHEMA),
-        )
-        name = answers["user_name"].content.get("name", "stranger")
-        return tool_result(f"{name} confirmed: {answers['confirm'].content.get('confirm')}")
-
-    @catalog.tool(
-        "test_tool_with_task",
-        "Asks your name the MRTR way, then continues as a task.",
-        execution=REQUIRED_TASK,
-    )
-    async def tool_with_task(ctx: Context) -> dict[str, Any]:
-        answer = await ctx.elicit("user_name", "What is your name?", NAME_SCHEMA)
-        await ctx.become_task("Greeting in the background.")
-        await asyncio.sleep(TASK_TICK_S)
-        return tool_result(f"Hello, {answer.content.get('name', 'stranger')}, from a task!")
 
 
 def _add_prompts(catalog: Catalog) -> None:

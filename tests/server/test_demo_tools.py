@@ -6,7 +6,7 @@ from typing import Any
 
 from server.app import create_app
 from server.client import Handlers, MrtrClient, accept, decline
-from server.tools.demo import crunch_start, crunch_units
+from server.tools.crunch import crunch_start, crunch_units
 from tests.server.conftest import make_config, user_answers
 
 

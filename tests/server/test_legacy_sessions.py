@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.client import Handlers, LegacyClient, McpError, accept
 from server.config import ConfigError
-from server.tools.demo import crunch_start, crunch_units
+from server.tools.crunch import crunch_start, crunch_units
 from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, make_config
 

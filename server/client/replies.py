@@ -1,0 +1,76 @@
+"""What comes back to a client: results, JSON-RPC errors, and each round as it went.
+
+The reference clients record every HTTP round trip as a `Round` (request and response
+JSON, status, time) so notebooks can show the wire traffic, and turn error responses
+into `McpError` with the HTTP status they came with.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from server.protocol.jsonrpc import json_object
+
+
+class McpError(Exception):
+    """A JSON-RPC error from the server (or a transport failure), with its HTTP status."""
+
+    def __init__(self, code: int, message: str, data: Any = None, http_status: int = 0) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+        self.http_status = http_status
+
+
+def result_of(response: dict[str, Any] | None, status: int) -> dict[str, Any]:
+    """The result of a JSON-RPC response, or the McpError it carries instead."""
+    if response is None:
+        raise McpError(-32603, f"HTTP {status} without a JSON-RPC response", None, status)
+    if "error" in response:
+        error = response["error"] or {}
+        raise McpError(
+            error.get("code", -32603), error.get("message", ""), error.get("data"), status
+        )
+    result = response.get("result")
+    if not isinstance(result, dict):
+        raise McpError(-32603, "response without a result object", None, status)
+    return result
+
+
+def text_of(result: dict[str, Any] | None) -> str:
+    """The text content of a tool result."""
+    content = (result or {}).get("content") or []
+    return "".join(c.get("text", "") for c in content if c.get("type") == "text")
+
+
+class TooManyRounds(McpError):
+    """The server kept asking past the client's round cap."""
+
+
+@dataclass
+class Round:
+    """One HTTP round trip of a logical request, as it went over the wire."""
+
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    http_status: int
+    elapsed_s: float
+
+
+def parse_body(response: httpx.Response) -> dict[str, Any] | None:
+    """The JSON-RPC response in an HTTP response, from JSON or from the last SSE event."""
+    content_type = response.headers.get("content-type", "")
+    if content_type.startswith("text/event-stream"):
+        message = None
+        for line in response.text.splitlines():
+            if line.startswith("data:"):
+                candidate = json.loads(line[5:])
+                if "result" in candidate or "error" in candidate:
+                    message = candidate
+        return message
+    return json_object(response.content)

@@ -1,0 +1,67 @@
+"""The seed's load-shedding tool: hash work that can move between replicas mid-call.
+
+`crunch {units}` advances a SHA-256 chain, h = sha256(h || i) for i < units. Its
+progress (i, h) lives in `ctx.state`, so an overloaded replica can hand the call to
+another (`ctx.offload()`, MRTR only) and the result is the same digest. The chain itself
+(`crunch_start`, `crunch_units`) is standard library only, so the load test can check a
+result without the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from typing import Any
+
+from server.core.context import Context
+from server.protocol.content import tool_result
+
+#: Hash units `crunch` does between looks at the clock, the load and the shedding knob.
+CRUNCH_CHUNK_UNITS = 1000
+CRUNCH_MAX_UNITS = 50_000_000
+#: Units an attempt does before load may move it: every move costs a round trip and a
+#: seal, so a replica sheds only after doing a useful slice (about 10 ms of hashing).
+CRUNCH_MIN_SLICE_UNITS = 20_000
+
+
+def crunch_start() -> str:
+    """The digest `crunch` starts from: sha256(b"crunch")."""
+    return hashlib.sha256(b"crunch").hexdigest()
+
+
+def crunch_units(digest_hex: str, start: int, stop: int) -> str:
+    """Advance the crunch chain over units [start, stop): h = sha256(h || i as 8-byte BE)."""
+    h = bytes.fromhex(digest_hex)
+    sha256 = hashlib.sha256
+    for i in range(start, stop):
+        h = sha256(h + i.to_bytes(8, "big")).digest()
+    return h.hex()
+
+
+async def crunch(ctx: Context) -> dict[str, Any]:
+    units = ctx.arguments["units"]
+    state = ctx.state
+    done = state.setdefault("i", 0)
+    digest = state.setdefault("h", crunch_start())
+    trail = state.setdefault("replicas", [])
+    trail.append(ctx.replica.replica_id)
+    every = ctx.replica.shed_every_units
+    done_here = 0
+    while done < units:
+        stop = min(units, done + CRUNCH_CHUNK_UNITS)
+        if every:
+            stop = min(stop, done + every - done_here)
+        digest = crunch_units(digest, done, stop)
+        done_here += stop - done
+        done = stop
+        state["i"], state["h"] = done, digest
+        shed_by_load = done_here >= CRUNCH_MIN_SLICE_UNITS and ctx.overloaded()
+        if done < units and ((every and done_here >= every) or shed_by_load):
+            ctx.offload()
+            # Still here: this call cannot move (a legacy stream, a task); next slice.
+            done_here = 0
+        await asyncio.sleep(0)
+    return tool_result(
+        f"crunch of {units} units: {digest}",
+        structured={"digest": digest, "replicas": trail},
+    )
