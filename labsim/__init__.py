@@ -16,11 +16,13 @@ The public API:
 - `simulate(params, architecture, seed) -> RunResult` with `.calls`,
   `.timeline`, `.events` (DataFrames) and `.summary` (dict);
 - `compare(scenario, replications, ...) -> DataFrame` and `sweep(...)`;
+- `persistent_sweep.share_sweep(...)`: the share of calls to persistent tools (tasks)
+  from 0 to 100%, and `persistent_sweep.advantage` of MRTR at each share;
 - `scenarios.build(name, **overrides) -> SimParams`;
 - the parameter dataclasses, `ParameterError`, and `ARCHITECTURES`.
 """
 
-from labsim import scenarios
+from labsim import persistent_sweep, scenarios
 from labsim.experiments import compare, replicate, sweep
 from labsim.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
 from labsim.metrics import RunResult, littles_law
@@ -33,6 +35,7 @@ from labsim.params import (
     SimParams,
     StateParams,
     StoreParams,
+    TaskParams,
     WorkloadParams,
 )
 from labsim.simulation import ARCHITECTURES, simulate
@@ -52,9 +55,11 @@ __all__ = [
     "StateParams",
     "StoreOutage",
     "StoreParams",
+    "TaskParams",
     "WorkloadParams",
     "compare",
     "littles_law",
+    "persistent_sweep",
     "replicate",
     "scenarios",
     "simulate",

@@ -47,7 +47,16 @@ TABLE_METRICS = (
     ("peak_held_bytes", "peak memory held (MB)", 1e6),
     ("peak_open_streams", "peak open SSE streams", 1),
     ("store_ops", "store operations", 1),
+    ("tasks_started", "tasks started (acknowledged)", 1),
+    ("tasks_completed", "tasks completed", 1),
+    ("tasks_rejected", "tasks refused (store down)", 1),
+    ("tasks_lost", "tasks lost (store wiped)", 1),
+    ("tasks_expired", "tasks expired (TTL)", 1),
+    ("tasks_taken_over", "task takeovers", 1),
+    ("task_store_errors", "task store errors seen", 1),
+    ("task_store_bytes", "task store traffic (MB)", 1e6),
     ("cost_per_million_calls_usd", "cost per million calls (USD)", 1),
+    ("store_share_of_bill", "store share of the bill", 1),
     ("upgrade_duration_s", "upgrade duration (s)", 1),
     ("littles_law_error", "Little's law error (relative)", 1),
 )
@@ -79,10 +88,13 @@ def comparison_table(comparison: pd.DataFrame, scenario: str) -> pd.DataFrame:
     """The printable architecture-by-metric table of one scenario (mean ± 95% CI)."""
     rows = comparison[comparison["scenario"] == scenario]
     architectures = list(dict.fromkeys(rows["architecture"]))
+    has_tasks = bool((rows[rows["metric"] == "tasks_started"]["mean"] > 0).any())
     table = {}
     for metric, label, divisor in TABLE_METRICS:
         cells = rows[rows["metric"] == metric].set_index("architecture")
         if metric == "upgrade_duration_s" and cells["mean"].isna().all():
+            continue
+        if metric.startswith("task") and not has_tasks:
             continue
         table[label] = {
             a: _format(cells.at[a, "mean"] / divisor, cells.at[a, "ci_half_width"] / divisor)

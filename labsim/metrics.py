@@ -119,7 +119,8 @@ class RunResult:
     `calls` has one row per call (`measured` marks those arriving after the
     warm-up and before the horizon); `timeline` samples the cluster every few
     simulated seconds; `events` lists the faults as they happened; `summary`
-    holds the per-run metrics (see `summarize`).
+    holds the per-run metrics (see `summarize`); `tasks` has one row per call to
+    a persistent tool (`labsim.task_store.TASK_COLUMNS`).
     """
 
     architecture: str
@@ -129,6 +130,7 @@ class RunResult:
     timeline: pd.DataFrame
     events: pd.DataFrame
     summary: dict[str, Any]
+    tasks: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def measured_calls(self) -> pd.DataFrame:
         """The calls that arrived inside the measurement window."""

@@ -244,6 +244,47 @@ class StoreParams:
 
 
 @dataclass(frozen=True)
+class TaskParams:
+    """Persistent tools: the share of calls that run as tasks, and how the server keeps them.
+
+    A task does long work in checkpointed steps and may park in `input_required` while
+    its user thinks. It lives in the shared store under every architecture, so an
+    architecture that needs no store for its other calls (MRTR, sticky) pays for one as
+    soon as this share is above zero. The server's own task defaults are in
+    `server/config.py` (`task_lease_s`, `task_poll_interval_ms`, `task_default_ttl_ms`,
+    `task_store_timeout_s`); the sizes were measured on its in-process replica.
+    """
+
+    persistent_share: float = 0.0  # no tasks unless a scenario asks; `persistent` sets 0.2
+    work_s: float = 60.0  # assumption: a VM in a minute (the demo's provision_vm caps at 60 s)
+    steps: int = 4  # server/demo.py: provision_vm checkpoints at each of its 4 steps
+    lease_s: float = 10.0  # server config task_lease_s; renewed every third of it
+    poll_interval_s: float = 0.25  # server config task_poll_interval_ms (250 ms)
+    ttl_s: float = 3600.0  # server config task_default_ttl_ms: a task is kept one hour
+    store_timeout_s: float = 1.0  # server config task_store_timeout_s: an outage errs within it
+    record_bytes: int = 800  # measured: a provision_vm task's stored JSON is 757-796 B
+    poll_request_bytes: int = 390  # measured: a tasks/get request body, 340-388 B
+    poll_response_bytes: int = 300  # measured: a tasks/get answer while working, 296-306 B
+    store_keeps_tasks: bool = True  # Redis appendonly (AOF) or a replica: outages lose no task
+
+    def __post_init__(self) -> None:
+        _check_fraction(self, "persistent_share")
+        _check_positive(self, "lease_s", "poll_interval_s", "ttl_s")
+        _check_non_negative(
+            self,
+            "work_s",
+            "store_timeout_s",
+            "record_bytes",
+            "poll_request_bytes",
+            "poll_response_bytes",
+        )
+        _require(
+            isinstance(self.steps, int) and self.steps >= 1,
+            f"steps must be an integer >= 1, got {self.steps!r}",
+        )
+
+
+@dataclass(frozen=True)
 class StateParams:
     """The sealed `requestState` an MRTR server hands the client between rounds."""
 
@@ -297,6 +338,7 @@ class SimParams:
     cluster: ClusterParams = field(default_factory=ClusterParams)
     store: StoreParams = field(default_factory=StoreParams)
     state: StateParams = field(default_factory=StateParams)
+    tasks: TaskParams = field(default_factory=TaskParams)
     cost: CostParams = field(default_factory=CostParams)
     faults: tuple[Fault, ...] = ()
     horizon_s: float = 900.0  # assumption: 15 simulated minutes, long enough for every fault
@@ -317,13 +359,13 @@ class SimParams:
         """A copy with some fields replaced, named by field alone (`replicas=8`).
 
         A name is looked up in this dataclass, then in each part (workload,
-        client, cluster, store, state, cost), then in the faults (every fault
+        client, cluster, store, state, tasks, cost), then in the faults (every fault
         with that field gets the value). An unknown name is a `ParameterError`.
         """
         top: dict[str, Any] = {}
         parts: dict[str, dict[str, Any]] = {}
         fault_fields: dict[str, Any] = {}
-        part_names = ("workload", "client", "cluster", "store", "state", "cost")
+        part_names = ("workload", "client", "cluster", "store", "state", "tasks", "cost")
         for name, value in overrides.items():
             if name in _field_names(self):
                 top[name] = value

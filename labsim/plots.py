@@ -203,3 +203,38 @@ def write_figures(
         latency_cdf(results).savefig(folder / f"latency_cdf_{name}.png", dpi=120)
         timeline(results).savefig(folder / f"timeline_{name}.png", dpi=120)
         plt.close("all")
+
+
+def share_sweep(
+    frame: pd.DataFrame,
+    metrics: Sequence[tuple[str, str, float]] = (
+        ("cost_per_million_calls_usd", "cost per million calls (USD)", 1.0),
+        ("store_share_of_bill", "store's share of the bill", 1.0),
+        ("mean_held_bytes", "mean memory held (MB)", 1e6),
+    ),
+) -> Figure:
+    """A metric per panel against the share of calls to persistent tools, per architecture.
+
+    `frame` is `labsim.persistent_sweep.share_sweep`'s; whiskers are 95% CIs.
+    """
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    for ax, (metric, label, divisor) in zip(axes.flat, metrics, strict=True):
+        rows = frame[frame["metric"] == metric]
+        for architecture, group in rows.groupby("architecture", sort=False):
+            group = group.sort_values("persistent_share")
+            ax.errorbar(
+                group["persistent_share"] * 100,
+                group["mean"] / divisor,
+                yerr=group["ci_half_width"].fillna(0.0) / divisor,
+                marker="o",
+                capsize=2,
+                color=COLOURS.get(str(architecture)),
+                label=_label(str(architecture)),
+            )
+        ax.set_xlabel("calls to persistent tools (%)")
+        ax.set_ylabel(label)
+        ax.grid(True, alpha=0.3)
+    axes.flat[0].legend(fontsize="small")
+    fig.suptitle("Persistent tools: what MRTR keeps and what it gives back, share by share")
+    fig.tight_layout()
+    return fig

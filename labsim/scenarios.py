@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labsim.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
-from labsim.params import ClusterParams, ParameterError, SimParams
+from labsim.params import ClusterParams, ParameterError, SimParams, TaskParams
 
 
 def _steady() -> SimParams:
@@ -38,6 +38,17 @@ def _idle_timeout() -> SimParams:
     return SimParams(cluster=ClusterParams(sse_keepalive_s=0.0))
 
 
+# assumption: one call in five is to a persistent tool (long work, like provision_vm).
+PERSISTENT_SHARE = 0.2
+
+
+def _persistent(*faults: object) -> Callable[[], SimParams]:
+    def build() -> SimParams:
+        return SimParams(tasks=TaskParams(persistent_share=PERSISTENT_SHARE), faults=faults)
+
+    return build
+
+
 SCENARIOS: dict[str, tuple[str, Callable[[], SimParams]]] = {
     "steady": ("steady state: no fault", _steady),
     "crash": ("replica 0 crashes at 450 s and restarts 30 s later", _crash),
@@ -51,6 +62,15 @@ SCENARIOS: dict[str, tuple[str, Callable[[], SimParams]]] = {
         _overload,
     ),
     "idle-timeout": ("no SSE keep-alives: the load balancer cuts streams idle 60 s", _idle_timeout),
+    "persistent": ("a fifth of the calls run as tasks (60 s of work) in the store", _persistent()),
+    "persistent-crash": (
+        "persistent, and replica 0 crashes at 450 s (its tasks are taken over)",
+        _persistent(ReplicaCrash()),
+    ),
+    "persistent-store-outage": (
+        "persistent, and the store is down from 450 s to 510 s",
+        _persistent(StoreOutage()),
+    ),
 }
 
 

@@ -30,9 +30,11 @@ from labsim.metrics import (
 )
 from labsim.mrtr import Mrtr
 from labsim.params import ParameterError, SimParams
+from labsim.persistent import PersistentTools
 from labsim.sse_store import SseStore
 from labsim.sticky import Sticky
 from labsim.store import SharedStore
+from labsim.task_store import TaskStore, summarize_tasks, tasks_frame
 from labsim.tools import TOOLS
 from labsim.workload import draw_workload
 
@@ -57,7 +59,7 @@ class Simulation:
         self.recorder = Recorder()
         # Independent streams: the workload's depends on the seed alone, so every
         # architecture sees the same calls (common random numbers).
-        workload_seq, routing_seq, client_seq = np.random.SeedSequence(seed).spawn(3)
+        workload_seq, routing_seq, client_seq, tasks_seq = np.random.SeedSequence(seed).spawn(4)
         pieces = [piece for fault in params.faults for piece in fault.arrival_pieces()]
         self.workload = draw_workload(params.workload, params.horizon_s, workload_seq, pieces)
         kind = ARCHITECTURES[architecture]
@@ -78,13 +80,20 @@ class Simulation:
             self.recorder,
             random.Random(int(client_seq.generate_state(1)[0])),
         )
+        self.task_store = TaskStore(self.env, params.tasks, self.store)
+        self.persistent = PersistentTools(self.env, params, self.architecture, self.task_store)
+        # Which calls are to persistent tools: a stream of their own, so the other draws
+        # stay what they are without tasks.
+        share = params.tasks.persistent_share
+        draws = np.random.default_rng(tasks_seq).random(len(self.workload))
+        self.is_task = (draws < share).tolist()
         self.upgrade_duration_s = float("nan")
 
     def arrivals(self) -> Generator[simpy.Event, object, None]:
         """The client population: each call starts at its drawn arrival time."""
         env = self.env
         workload = self.workload
-        start = self.architecture.start
+        start, start_task, is_task = self.architecture.start, self.persistent.start, self.is_task
         timeout = env.timeout
         specs = [TOOLS[name] for name in self.params.workload.tools]
         rows = zip(
@@ -95,7 +104,11 @@ class Simulation:
         ):
             if arrival_s > env.now:
                 yield timeout(arrival_s - env.now)
-            start(Call(index, tool, specs[tool], env.now, cpu, think))
+            call = Call(index, tool, specs[tool], env.now, cpu, think)
+            if is_task[index]:
+                start_task(call)
+            else:
+                start(call)
 
     def sampler(self) -> Generator[simpy.Event, object, None]:
         """Every `sample_every_s`, note the cluster's levels for the time series."""
@@ -149,9 +162,14 @@ class Simulation:
             "upgrade_duration_s": self.upgrade_duration_s,
         }
         summary = summarize(calls, params, extra)
+        tasks = tasks_frame(self.task_store, params.warmup_s, params.horizon_s)
+        summary.update(summarize_tasks(tasks, self.task_store, (params.warmup_s, params.horizon_s)))
+        # Tasks live in the shared store: an architecture that needs none for its other
+        # calls pays for one as soon as some calls are persistent.
+        needs_store = self.architecture.uses_store or params.tasks.persistent_share > 0
         usage = Usage(
             replica_hours=cluster.billed.mean() * window_s / SECONDS_PER_HOUR,
-            store_hours=window_s / SECONDS_PER_HOUR if self.architecture.uses_store else 0.0,
+            store_hours=window_s / SECONDS_PER_HOUR if needs_store else 0.0,
             store_ops=summary["store_ops"],
             egress_bytes=summary["bytes_out"],
             calls=summary["calls"],
@@ -159,6 +177,9 @@ class Simulation:
         costs = bill(usage, params)
         summary.update({f"cost_{k}": v for k, v in costs.as_dict().items()})
         summary["cost_per_million_calls_usd"] = costs.per_million_calls_usd(usage.calls)
+        summary["store_share_of_bill"] = (
+            costs.store_usd / costs.total_usd if costs.total_usd else float("nan")
+        )
         result = RunResult(
             architecture=self.architecture.name,
             seed=self.seed,
@@ -169,6 +190,7 @@ class Simulation:
             ),
             events=pd.DataFrame.from_records(self.recorder.events, columns=list(EVENT_COLUMNS)),
             summary=summary,
+            tasks=tasks,
         )
         law = littles_law(result)
         summary["littles_law_ratio"] = law.ratio

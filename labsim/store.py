@@ -10,7 +10,7 @@ nothing can subscribe and no answer gets through.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import simpy
 
@@ -31,6 +31,8 @@ class SharedStore:
         self.recorder = recorder
         self.thread = simpy.Resource(env, capacity=1)
         self.up = True
+        # Told of every outage and recovery (the task store wakes the clients polling it).
+        self.listeners: list[Callable[[bool], None]] = []
 
     def subscribe(self) -> Generator[simpy.Event, object, None]:
         """Subscribe to the answer's channel before asking (one round trip)."""
@@ -53,3 +55,5 @@ class SharedStore:
         """Bring the store up or down, and note the event."""
         self.up = up
         self.recorder.event(self.env.now, "store-up" if up else "store-down", None, detail)
+        for listener in self.listeners:
+            listener(up)

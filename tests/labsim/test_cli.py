@@ -128,4 +128,7 @@ def test_scenarios_are_listed() -> None:
         "rolling-upgrade",
         "overload",
         "idle-timeout",
+        "persistent",
+        "persistent-crash",
+        "persistent-store-outage",
     ]
