@@ -257,15 +257,15 @@ class TaskParams:
 
     persistent_share: float = 0.0  # no tasks unless a scenario asks; `persistent` sets 0.2
     work_s: float = 60.0  # assumption: a VM in a minute (the demo's provision_vm caps at 60 s)
-    steps: int = 4  # server/demo.py: provision_vm checkpoints at each of its 4 steps
+    steps: int = 4  # server/tools/demo.py: provision_vm checkpoints at each of its 4 steps
     lease_s: float = 10.0  # server config task_lease_s; renewed every third of it
     poll_interval_s: float = 0.25  # server config task_poll_interval_ms (250 ms)
     ttl_s: float = 3600.0  # server config task_default_ttl_ms: a task is kept one hour
     store_timeout_s: float = 1.0  # server config task_store_timeout_s: an outage errs within it
-    record_bytes: int = 800  # measured: a provision_vm task's stored JSON is 757-796 B
+    record_bytes: int = 800  # measured: a provision_vm task's stored JSON, 757-796 B (a test)
     poll_request_bytes: int = 390  # measured: a tasks/get request body, 340-388 B
     poll_response_bytes: int = 300  # measured: a tasks/get answer while working, 296-306 B
-    store_keeps_tasks: bool = True  # Redis appendonly (AOF) or a replica: outages lose no task
+    store_keeps_tasks: bool = True  # Redis docs: appendonly (AOF) replays on restart; no task lost
 
     def __post_init__(self) -> None:
         _check_fraction(self, "persistent_share")

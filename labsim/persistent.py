@@ -9,7 +9,7 @@ the load balancer picks (`tasks/update`), starts the next run there. The same fl
 every architecture: a task lives in the store whether the other calls use MRTR or a held
 SSE stream, so MRTR pays for a store only for its persistent share.
 
-What goes wrong, as in the server (`server/task_worker.py`, `server/tasks.py`):
+What goes wrong, as in the server (`server/tasks/worker.py`, `server/tasks/methods.py`):
 
 - the replica running a task dies: its lease lapses, and the next replica a poll reaches
   claims the task and runs it again from its last checkpoint (a takeover); the work since

@@ -2,7 +2,7 @@
 
 A task outlives the request that created it, so it is kept where every replica can read
 it: the shared store (Redis), under every architecture. The server's `RedisTaskStore`
-(`server/task_store.py`) keeps one hash per task that expires with the task's TTL and
+(`server/tasks/store.py`) keeps one hash per task that expires with the task's TTL and
 changes it by compare-and-set; this model counts the same commands and bytes, keeps the
 task's status, checkpoint and lease, and knows when the task is gone: expired, or wiped by
 an outage of a store that keeps nothing (Redis without persistence, restarted).

@@ -183,8 +183,8 @@ def test_bad_task_parameters_are_refused(field: str, value: float) -> None:
 
 
 def test_task_defaults_follow_the_server() -> None:
-    from server import demo
     from server.config import ServerConfig
+    from server.tools import demo
 
     with pytest.warns(UserWarning):
         config = ServerConfig()
