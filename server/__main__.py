@@ -3,7 +3,7 @@
 python -m server --host 127.0.0.1 --port 8000 [--replica-id ID] [--tool-version 1|2]
                  [--conformance] [--shed-every-units N] [--shed-in-flight N]
                  [--task-store memory|redis://HOST:PORT/DB] [--task-poll-interval-ms MS]
-                 [--task-lease-s S]
+                 [--task-lease-s S] [--task-list-page-size N]
                  [--legacy-store memory|redis://HOST:PORT/DB] [--legacy-answer-timeout-s S]
                  [--legacy-keepalive-s S]
 python -m server token NAME
@@ -50,6 +50,13 @@ def _serve(argv: list[str]) -> int:
         help="how long a running task's claim lasts; after it another replica takes over",
     )
     parser.add_argument(
+        "--task-list-page-size",
+        type=int,
+        default=ServerConfig.task_list_page_size,
+        metavar="N",
+        help="most tasks in one tasks/list page",
+    )
+    parser.add_argument(
         "--legacy-store",
         default=ServerConfig.legacy_store,
         metavar="memory|redis://HOST:PORT/DB",
@@ -90,6 +97,7 @@ def _serve(argv: list[str]) -> int:
             task_store=args.task_store,
             task_poll_interval_ms=args.task_poll_interval_ms,
             task_lease_s=args.task_lease_s,
+            task_list_page_size=args.task_list_page_size,
             loopback_only=_is_loopback(args.host),
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,

@@ -34,6 +34,7 @@ from server.protocol.jsonrpc import METHOD_NOT_FOUND, Message, RpcError
 from server.protocol.versions import SUPPORTED_VERSIONS
 from server.tasks.attempt import TaskAttempt
 from server.tasks.methods import TaskMethods
+from server.tasks.metrics import MeteredTaskStore, TaskMetrics
 from server.tasks.store import open_task_store
 from server.tasks.worker import TaskWorker, sweep_periodically
 from server.tools.conformance import add_conformance_fixtures
@@ -85,9 +86,17 @@ class McpServer:
             shed_in_flight_threshold=config.shed_in_flight_threshold,
             shed_every_units=config.shed_every_units,
         )
-        self.task_store = open_task_store(config.task_store, timeout_s=config.task_store_timeout_s)
+        task_metrics = TaskMetrics(self.metrics, lambda: self.task_worker.running)
+        self.task_store = MeteredTaskStore(
+            open_task_store(config.task_store, timeout_s=config.task_store_timeout_s),
+            task_metrics,
+        )
         self.task_worker = TaskWorker(
-            self.task_store, self.catalog, self.replica, lease_s=config.task_lease_s
+            self.task_store,
+            self.catalog,
+            self.replica,
+            lease_s=config.task_lease_s,
+            on_takeover=task_metrics.takeovers.inc,
         )
         mrtr = MrtrAttempt(
             self.sealer,
@@ -105,7 +114,10 @@ class McpServer:
             poll_interval_ms=config.task_poll_interval_ms,
         )
         tasks = TaskMethods(
-            self.task_store, self.task_worker, result_wait_s=config.task_result_wait_s
+            self.task_store,
+            self.task_worker,
+            result_wait_s=config.task_result_wait_s,
+            list_page_size=config.task_list_page_size,
         )
         self.methods = Methods(
             self.catalog,

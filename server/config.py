@@ -128,6 +128,8 @@ class ServerConfig:
     #: third of it); when it lapses (the replica died), the next replica to read the task
     #: runs it again from its last checkpoint.
     task_lease_s: float = 10.0
+    #: Most tasks one `tasks/list` page holds; `nextCursor` leads to the rest.
+    task_list_page_size: int = 50
     #: Cache hint for list results (tools/list, prompts/list, ...), milliseconds.
     list_ttl_ms: int = 60_000
     #: Reject requests whose Host/Origin is not local while bound to loopback (DNS rebinding).
@@ -167,6 +169,7 @@ class ServerConfig:
             "task_sweep_interval_s",
             "task_result_wait_s",
             "task_lease_s",
+            "task_list_page_size",
             "legacy_answer_timeout_s",
             "legacy_keepalive_interval_s",
             "legacy_session_ttl_s",

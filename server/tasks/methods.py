@@ -28,6 +28,8 @@ task. Tasks belong to the principal that created them: to anyone else they do no
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from typing import Any
 
 from server.core.call import Call, Method
@@ -76,10 +78,12 @@ class TaskMethods:
         worker: TaskWorker,
         *,
         result_wait_s: float,
+        list_page_size: int = 50,
     ) -> None:
         self.store = store
         self.worker = worker
         self.result_wait_s = result_wait_s
+        self.list_page_size = list_page_size
         self.table: dict[str, Method] = {
             name: _guarded(method)
             for name, method in {
@@ -189,10 +193,25 @@ class TaskMethods:
         return {"resultType": "complete", "_meta": related_task(record.task_id)}
 
     async def list_tasks(self, call: Call) -> dict[str, Any]:
-        """`tasks/list`: the caller's live tasks."""
+        """`tasks/list {cursor?}`: one page of the caller's live tasks, oldest first.
+
+        The cursor names the last task of the previous page (its creation time and id),
+        not a position, so tasks that expire between pages shift nothing: a page starts
+        right after that task, wherever it now stands.
+        """
         self._seed_only(call)
-        records = await self.store.list_for(call.principal)
-        return {"resultType": "complete", "tasks": [wire_task(r, SEED) for r in records]}
+        after = page_after(call.message.params.get("cursor"))
+        records = sorted(await self.store.list_for(call.principal), key=_list_order)
+        if after is not None:
+            records = [r for r in records if _list_order(r) > after]
+        page = records[: self.list_page_size]
+        result: dict[str, Any] = {
+            "resultType": "complete",
+            "tasks": [wire_task(r, SEED) for r in page],
+        }
+        if len(records) > len(page):
+            result["nextCursor"] = list_cursor(page[-1])
+        return result
 
     # -- shared steps ------------------------------------------------------------------
 
@@ -264,6 +283,29 @@ class TaskMethods:
         if changed and stored.status == WORKING:
             self.worker.start(stored)  # this replica runs the next step, whoever ran the last
         return stored
+
+
+def _list_order(record: TaskRecord) -> tuple[int, str]:
+    return record.created_at_ms, record.task_id
+
+
+def list_cursor(record: TaskRecord) -> str:
+    """The opaque `nextCursor` that resumes a listing after `record`."""
+    key = json.dumps([record.created_at_ms, record.task_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(key.encode()).decode()
+
+
+def page_after(cursor: Any) -> tuple[int, str] | None:
+    """Where a `tasks/list` page starts: after the task a cursor names (None: from the top)."""
+    if cursor is None:
+        return None
+    try:
+        created_at_ms, task_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if isinstance(created_at_ms, int) and isinstance(task_id, str):
+            return created_at_ms, task_id
+    except (AttributeError, ValueError, TypeError):
+        pass
+    raise invalid_params("Invalid cursor", {"cursor": cursor})
 
 
 def _not_found(task_id: str) -> RpcError:

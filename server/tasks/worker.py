@@ -64,12 +64,20 @@ class TaskWorker:
     """Runs task handlers in the background on this replica."""
 
     def __init__(
-        self, store: TaskStore, catalog: Catalog, replica: Replica, *, lease_s: float
+        self,
+        store: TaskStore,
+        catalog: Catalog,
+        replica: Replica,
+        *,
+        lease_s: float,
+        on_takeover: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.catalog = catalog
         self.replica = replica
         self.lease_s = lease_s
+        #: Called each time this replica takes a task over (the takeover metric).
+        self.on_takeover = on_takeover
         self._running: dict[str, asyncio.Task[None]] = {}
 
     def lease(self, record: TaskRecord) -> None:
@@ -98,6 +106,7 @@ class TaskWorker:
         stored, claimed = await self.store.update(record.task_id, claim)
         if claimed and stored is not None:
             log.warning("task %s taken over from %s", stored.task_id, record.runner)
+            self.on_takeover()
             self.start(stored)
         return stored
 

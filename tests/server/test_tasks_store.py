@@ -21,6 +21,7 @@ from server.tasks.store import (
     open_task_store,
 )
 from server.tasks.worker import sweep_periodically
+from tests.server.probes import metric
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, redis_url, running_replicas
 
 __all__ = ["redis_url"]  # a fixture, used below
@@ -232,3 +233,7 @@ def test_a_store_outage_reaches_the_client_as_a_json_rpc_error() -> None:
             assert failed.value.code == -32603, method
             assert failed.value.http_status == 503, method
             assert failed.value.message.startswith("Task store error"), method
+        errors = 'mcp_task_store_errors_total{operation="%s"}'
+        assert metric(replica.base_url, errors % "get") >= 1
+        assert metric(replica.base_url, errors % "create") >= 1
+        assert metric(replica.base_url, errors % "list") == 0

@@ -25,6 +25,7 @@ from server.tasks.store import (
 )
 from server.tasks.worker import TaskWorker
 from server.tools.demo import demo_catalog
+from tests.server.probes import metric
 from tests.server.tasks_fixtures import Wire, redis_url, running_replicas
 
 __all__ = ["redis_url"]  # a fixture, used below
@@ -73,6 +74,7 @@ def test_a_task_whose_replica_dies_is_finished_by_another(
     assert not any("(1/4)" in m for m in seen_on_b)  # the first step was not done again
     final = on_b("tasks/result", {"taskId": task_id})
     assert final["structuredContent"]["replicas"] == [a.replica_id, b.replica_id]
+    assert metric(b.base_url, "mcp_task_takeovers_total") == 1
 
 
 class OutageStore(InProcessTaskStore):
