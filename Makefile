@@ -9,10 +9,15 @@ TOOLS := .tools
 # both from the npm registry, into the git-ignored $(TOOLS) folder.
 CONFORMANCE_VERSION := 0.2.0-alpha.12
 NODE_VERSION := 22.23.5
+# The official TypeScript SDK v2 server and its Node adapter: a peer in `loadtest bench`
+# (keep in step with loadtest/peers/typescript.py).
+TS_SDK_VERSION := 2.4.0
+TS_NODE_ADAPTER_VERSION := 2.1.2
 
 .PHONY: setup lab test lint format conformance report swarm clean
 
-setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) system-packages
+setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) \
+  $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION) system-packages
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +33,17 @@ $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION): | system-packages
 	  touch $@; \
 	else \
 	  echo "npm is missing: the conformance tests will be skipped (install npm, then run make setup)."; \
+	fi
+
+$(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION): | system-packages
+	@if command -v npm >/dev/null 2>&1; then \
+	  mkdir -p $(TOOLS)/ts-peer && \
+	  npm install --prefix $(TOOLS)/ts-peer --save-exact --no-audit --no-fund --loglevel=error \
+	    @modelcontextprotocol/server@$(TS_SDK_VERSION) \
+	    @modelcontextprotocol/node@$(TS_NODE_ADAPTER_VERSION) && \
+	  touch $@; \
+	else \
+	  echo "npm is missing: the bench will run without the TypeScript SDK peer."; \
 	fi
 
 system-packages:

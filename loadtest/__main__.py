@@ -5,7 +5,7 @@
         --duration 20 --json out.json
     python -m loadtest compare [--scenario rolling-upgrade] [--json out.json]
     python -m loadtest swarm [--replicas 3] [--tools echo=1,get_weather=2]  # Locust's web UI
-    python -m loadtest bench [--json out.json]    # lab vs bare Starlette vs the SDK, with wrk
+    python -m loadtest bench [--json out.json]    # lab vs bare Starlette and the SDKs, with wrk
     python -m loadtest bench --state              # requestState seal + open vs raw AES-GCM
     python -m loadtest calibrate [--json out.json]  # labsim's predictions vs the live cluster
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
@@ -131,7 +131,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from loadtest.bench import print_report, run_bench
+    from loadtest.bench import SERVERS, print_report, run_bench
 
     if args.state:
         from loadtest.microbench import print_state_report, seal_open_microbench
@@ -140,7 +140,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _write(report, args.json)
         print_state_report(report)
         return 0
-    report = run_bench(duration_s=args.duration_s, connections=args.connections, passes=args.passes)
+    report = run_bench(
+        duration_s=args.duration_s,
+        connections=args.connections,
+        passes=args.passes,
+        servers=tuple(args.servers.split(",")) if args.servers else SERVERS,
+    )
     _write(report, args.json)
     print_report(report)
     return 0
@@ -237,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--duration", dest="duration_s", type=float, default=3.0)
     bench.add_argument("--passes", type=int, default=3, help="interleaved passes (median)")
     bench.add_argument("--connections", type=int, default=10)
+    bench.add_argument(
+        "--servers", default=None, help="a comma-separated subset of bare,lab,sdk,ts,ts-hmac"
+    )
     bench.add_argument("--state", action="store_true", help="only requestState vs raw AES-GCM")
     bench.add_argument("--json", default=None, help="write the report here")
     bench.set_defaults(run=cmd_bench)

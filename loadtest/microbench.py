@@ -21,7 +21,7 @@ from typing import Any
 
 import pybase64
 
-from loadtest.rounds import HEADERS, call_body
+from loadtest.rounds import call_body, headers_for
 
 
 def _best_us(timers: dict[str, Callable[[], object]], number: int, repeat: int) -> dict[str, float]:
@@ -102,7 +102,7 @@ def in_process_microbench(number: int = 3000) -> dict[str, float]:
 
 
 async def _asgi_loop(app: Any, body: bytes, number: int) -> float:
-    headers = [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
+    headers = [(k.lower().encode(), v.encode()) for k, v in headers_for("get_weather").items()]
     headers += [(b"host", b"127.0.0.1:8000"), (b"content-length", str(len(body)).encode())]
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",

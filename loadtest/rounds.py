@@ -1,7 +1,19 @@
-"""The MCP requests the benchmark times: 2026-07-28 `tools/call` bodies and headers."""
+"""The MRTR rounds the benchmark times, one of each kind, as 2026-07-28 `tools/call` requests.
+
+| kind     | request                                          | the server ...                     |
+|----------|--------------------------------------------------|------------------------------------|
+| `round1` | `get_weather`, first round                       | asks `github_login`; no state      |
+| `seal`   | `update_work_item` round 2 (resolution answered) | asks `duplicate_of`, seals a state |
+| `open`   | `update_work_item` round 3 (state + answer)      | opens the state and completes      |
+| `shed`   | `crunch` retried with its state, nothing asked   | opens, does a unit of work, sheds  |
+
+Every server is walked through the conversation once to get each kind's body with its own
+requestState, so the timed request is exactly what a client would send it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -26,24 +38,98 @@ HEADERS = {
     "Accept": "application/json, text/event-stream",
     VERSION_HEADER: MODERN_VERSION,
     METHOD_HEADER: "tools/call",
-    NAME_HEADER: "get_weather",
 }
+WORK_ITEM = {"workItemId": 4242, "fields": {"System.State": "Resolved"}}
+#: `crunch` units: far more than a timed run sheds through, one unit per round.
+CRUNCH_UNITS = 1_000_000
 
 
-def call_body(rid: int, **extra: Any) -> dict[str, Any]:
-    """A `get_weather` call with this JSON-RPC id; `extra` adds params (answers, state)."""
-    params = {"name": "get_weather", "arguments": {"location": "Paris"}, "_meta": META, **extra}
+@dataclass(frozen=True)
+class Round:
+    """One timed request: its kind, the tool it calls, its body and the answer expected."""
+
+    kind: str
+    tool: str
+    body: dict[str, Any]
+    expect: str  # the resultType a correct answer has
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return headers_for(self.tool)
+
+
+KINDS = ("round1", "seal", "open", "shed")
+
+
+def headers_for(tool: str) -> dict[str, str]:
+    """The HTTP headers of a 2026-07-28 `tools/call` of `tool`."""
+    return {**HEADERS, NAME_HEADER: tool}
+
+
+def call_body(rid: int, tool: str = "get_weather", arguments: Any = None, **extra: Any) -> dict:
+    """A `tools/call` with this JSON-RPC id; `extra` adds params (answers, requestState)."""
+    if arguments is None:
+        arguments = {"location": "Paris"}
+    params = {"name": tool, "arguments": arguments, "_meta": META, **extra}
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-def round_bodies(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The first-round body, and a retry body answering it with the server's own state."""
-    first = call_body(1)
-    reply = httpx.post(url, json=first, headers=HEADERS, timeout=10).json()
-    result = reply.get("result") or {}
-    extra: dict[str, Any] = {
-        "inputResponses": {"github_login": {"action": "accept", "content": {"name": "octocat"}}}
+def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The result of one request; an HTTP or JSON-RPC error raises."""
+    tool = body["params"]["name"]
+    reply = httpx.post(url, json=body, headers=headers_for(tool), timeout=10)
+    reply.raise_for_status()
+    document = reply.json()
+    if "result" not in document:
+        raise RuntimeError(f"{url} answered {tool} with {document.get('error')}")
+    return document["result"]
+
+
+def _accept(**content: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": content}
+
+
+def _state(result: dict[str, Any]) -> dict[str, Any]:
+    return {"requestState": result["requestState"]} if "requestState" in result else {}
+
+
+def rounds_for(url: str, *, ceiling: bool = False) -> dict[str, Round]:
+    """Each round kind's body for the server at `url`, carrying that server's own state.
+
+    `ceiling` is for the bare endpoint, which answers every body `complete`: it gets the
+    same bodies (as long as the lab's) without a conversation.
+    """
+    weather = call_body(1)
+    resolved = {"resolution": _accept(resolution="Duplicate")}
+    seal = call_body(2, "update_work_item", WORK_ITEM, inputResponses=resolved)
+    crunch = call_body(3, "crunch", {"units": CRUNCH_UNITS})
+    if ceiling:
+        placeholder = {"requestState": "k." + "A" * 400}
+        open_ = call_body(4, "update_work_item", WORK_ITEM, **placeholder)
+        shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **placeholder)
+        bodies = {"round1": weather, "seal": seal, "open": open_, "shed": shed}
+        return {k: Round(k, b["params"]["name"], b, "complete") for k, b in bodies.items()}
+    sealed = post(url, seal)
+    answered = {"duplicate_of": _accept(duplicateOfId=17)}
+    open_ = call_body(4, "update_work_item", WORK_ITEM, inputResponses=answered, **_state(sealed))
+    shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **_state(post(url, crunch)))
+    return {
+        "round1": Round("round1", "get_weather", weather, "input_required"),
+        "seal": Round("seal", "update_work_item", seal, "input_required"),
+        "open": Round("open", "update_work_item", open_, "complete"),
+        "shed": Round("shed", "crunch", shed, "input_required"),
     }
-    if result.get("resultType") == "input_required" and "requestState" in result:
-        extra["requestState"] = result["requestState"]
-    return first, call_body(2, **extra)
+
+
+def check(url: str, rounds: dict[str, Round]) -> None:
+    """Raise unless every round answers as it should: the right resultType, state where due."""
+    for r in rounds.values():
+        result = post(url, r.body)
+        got = result.get("resultType", "complete")
+        if got != r.expect:
+            raise RuntimeError(f"{url}: {r.kind} answered {got}, expected {r.expect}")
+        stated = isinstance(result.get("requestState"), str)
+        if r.kind in ("seal", "shed") and r.expect == "input_required" and not stated:
+            raise RuntimeError(f"{url}: {r.kind} carried no requestState")
+        if r.kind == "shed" and result.get("inputRequests"):
+            raise RuntimeError(f"{url}: a shedding round asked the user something")

@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 
 import pytest
 
-from loadtest.bench import parse_wrk, run_bench
+from loadtest.bench import SERVERS, RunningTarget, missing, run_bench, summarise, target
 from loadtest.microbench import seal_open_microbench
+from loadtest.rounds import KINDS, Round, call_body
+from loadtest.wrk import WrkRunError, lua_script, parse_wrk, run_wrk
+from server.harness.process import free_port
+
+needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
 
 WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:1/mcp
   1 threads and 10 connections
@@ -19,6 +25,8 @@ WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:1/mcp
   14388 requests in 1.00s, 2.1MB read
   Non-2xx or 3xx responses: 3
 Requests/sec:  14388.42
+Transfer/sec:      2.10MB
+Wrong answers: 5
 """
 
 
@@ -27,8 +35,34 @@ def test_wrk_output_is_parsed_in_milliseconds() -> None:
         "requests_per_s": 14388.42,
         "p50_ms": 0.587,
         "p99_ms": 1.62,
+        "requests": 14388,
         "non_2xx": 3,
+        "wrong": 5,
     }
+
+
+def test_the_wrk_script_checks_the_result_type_it_expects() -> None:
+    script = lua_script(Round("open", "update_work_item", call_body(7), "complete"))
+    assert 'wrk.headers["Mcp-Name"] = "update_work_item"' in script
+    assert 'expect = \'"resultType"%s*:%s*"complete"\'' in script
+    assert "function response(status, headers, body)" in script
+
+
+def _pass(rps: float, p50: float = 1.0, p99: float = 4.0) -> dict[str, float]:
+    return {"requests_per_s": rps, "p50_ms": p50, "p99_ms": p99}
+
+
+def test_ratios_are_taken_within_each_pass_and_spread_over_passes() -> None:
+    passes = {
+        "bare": {kind: [_pass(1000), _pass(500), _pass(800)] for kind in KINDS},
+        "lab": {kind: [_pass(800, p99=6.0), _pass(450), _pass(400)] for kind in KINDS},
+    }
+    report = summarise(passes)
+    ratio = report["ratios"]["lab/bare round1"]
+    assert ratio == {"median": 0.8, "min": 0.5, "max": 0.9}
+    assert report["servers"]["lab"]["seal"]["requests_per_s"] == 450  # the median pass
+    assert report["p99_over_p50"]["open"]["bare"] == 4.0
+    assert report["p99_over_p50"]["open"]["lab/bare"] == 1.0  # passes 1.5, 1.0, 1.0
 
 
 def test_seal_open_microbenchmark_reports_token_size_and_times() -> None:
@@ -38,20 +72,56 @@ def test_seal_open_microbenchmark_reports_token_size_and_times() -> None:
     assert report["aead_encrypt_decrypt_us"] > 0
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
-def test_bench_smoke_reports_every_server_round_and_ratio() -> None:
-    report = run_bench(duration_s=1, connections=4, passes=1)
-    assert set(report["servers"]) == {"bare", "lab", "sdk"}
-    assert report["servers"]["lab"]["result_types"] == ["input_required", "complete"]
-    assert report["servers"]["sdk"]["result_types"] == ["input_required", "complete"]
+@pytest.fixture(scope="module")
+def bare() -> Iterator[RunningTarget]:
+    port = free_port()
+    server = RunningTarget(target("bare", port), port)
+    yield server
+    server.stop()
+
+
+@needs_wrk
+def test_a_non_2xx_response_fails_the_run(bare: RunningTarget) -> None:
+    timed = bare.rounds["round1"]
+    with pytest.raises(WrkRunError, match="non-2xx"):
+        run_wrk(bare.url.replace("/mcp", "/nowhere"), timed, duration_s=1, connections=2)
+
+
+@needs_wrk
+def test_an_answer_of_the_wrong_kind_fails_the_run(bare: RunningTarget) -> None:
+    # The bare endpoint answers `complete`: a run expecting input_required must not count.
+    timed = bare.rounds["seal"]
+    expecting = Round(timed.kind, timed.tool, timed.body, "input_required")
+    with pytest.raises(WrkRunError, match="wrong"):
+        run_wrk(bare.url, expecting, duration_s=1, connections=2)
+
+
+@needs_wrk
+@pytest.mark.parametrize("name", SERVERS)
+def test_every_server_answers_every_round_correctly_under_wrk(name: str) -> None:
+    if why := missing(name):
+        pytest.skip(why)
+    port = free_port()
+    server = RunningTarget(target(name, port), port)  # walks the rounds and checks them
+    try:
+        assert set(server.rounds) == set(KINDS)
+        for timed in server.rounds.values():
+            sample = run_wrk(server.url, timed, duration_s=1, connections=2)
+            assert sample["requests"] > 0 and sample["non_2xx"] == 0 and sample["wrong"] == 0
+    finally:
+        server.stop()
+
+
+@needs_wrk
+def test_bench_smoke_reports_every_round_ratio_and_tail() -> None:
+    report = run_bench(duration_s=1, connections=4, passes=1, servers=("bare", "lab"), micro=False)
+    assert set(report["servers"]) == {"bare", "lab"}
     for server in report["servers"].values():
-        for label in ("round1", "retry"):
-            assert server[label]["requests_per_s"] > 0
-            assert server[label]["non_2xx"] == 0
-    assert set(report["ratios"]) == {
-        "lab/bare_round1", "lab/bare_retry", "lab/sdk_round1", "lab/sdk_retry",
-    }  # fmt: skip
-    assert report["in_process"]["lab_round1_us"] > 0
+        assert set(server) == set(KINDS)
+        for sample in server.values():
+            assert sample["requests_per_s"] > 0 and sample["wrong"] == 0
+    assert set(report["ratios"]) == {f"lab/bare {kind}" for kind in KINDS}
+    assert set(report["p99_over_p50"]["shed"]) == {"bare", "lab", "lab/bare"}
 
 
 @pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy is not installed")
