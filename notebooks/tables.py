@@ -43,6 +43,17 @@ METRICS: dict[str, tuple[str, float]] = {
     "store_ops": ("store operations", 1.0),
     "upgrade_duration_s": ("upgrade duration (s)", 1.0),
     "cost_per_million_calls_usd": ("cost per million calls (USD)", 1.0),
+    "store_share_of_bill": ("store share of the bill (%)", 0.01),
+    "tasks_started": ("tasks started", 1.0),
+    "tasks_completed": ("tasks completed", 1.0),
+    "tasks_rejected": ("tasks refused", 1.0),
+    "tasks_lost": ("tasks lost", 1.0),
+    "tasks_expired": ("tasks expired", 1.0),
+    "tasks_abandoned": ("tasks abandoned by the user", 1.0),
+    "tasks_taken_over": ("takeovers", 1.0),
+    "task_store_errors": ("store errors seen", 1.0),
+    "task_store_ops": ("task store operations", 1.0),
+    "task_wasted_work_s": ("work done twice (s)", 1.0),
 }
 
 
