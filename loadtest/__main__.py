@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.cluster import Cluster
-from loadtest.config import ARCHITECTURES, SCENARIOS, TASK_WIRES, LoadTestConfig, LoadTestError
+from loadtest.config import (
+    ARCHITECTURES,
+    SCENARIOS,
+    TASK_STORE_FSYNC,
+    TASK_WIRES,
+    LoadTestConfig,
+    LoadTestError,
+)
 
 
 def _terminate_on_sigterm() -> None:
@@ -50,6 +57,7 @@ def _config(args: argparse.Namespace, **overrides: Any) -> LoadTestConfig:
         "think_time_median_s",
         "drain_timeout_s",
         "task_wire",
+        "task_store_fsync",
     ):
         value = getattr(args, name, None)
         if value is not None:
@@ -220,6 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--drain-timeout", dest="drain_timeout_s", type=float, default=None)
         p.add_argument("--tools", default=None, help="tool mix, e.g. link_accounts=3,crunch=1")
         p.add_argument("--task-wire", choices=TASK_WIRES, default=None, help="tasks' wire form")
+        p.add_argument(
+            "--task-store-fsync",
+            choices=TASK_STORE_FSYNC,
+            default=None,
+            help="the task store's append-only file (off: a volatile store)",
+        )
         p.add_argument("--json", default=None, help="write the summary here")
 
     scenario = sub.add_parser("scenario", help="run one scenario and summarise it")

@@ -106,8 +106,11 @@ class Cluster:
         """Start the store, the replicas, then the load balancer."""
         try:
             if self.needs_store:
-                data_dir = self.workdir / "redis" if self.task_tools else None
-                self.redis = RedisServer(data_dir=data_dir, fsync=self.config.redis_fsync)
+                fsync = self.config.task_store_fsync
+                if self.task_tools and fsync != "off":
+                    self.redis = RedisServer(data_dir=self.workdir / "redis", fsync=fsync)
+                else:
+                    self.redis = RedisServer()
                 self.redis.start()
                 self.log("redis up", port=self.redis.port, persistent=self.redis.persistent)
             for i in range(1, self.config.replicas + 1):

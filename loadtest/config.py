@@ -14,7 +14,8 @@ ARCHITECTURES = ("mrtr", "sticky", "sse-store")
 SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage")
 #: Which form of the task methods a task call speaks; `both` picks one per call.
 TASK_WIRES = ("seed", "extension", "both")
-REDIS_FSYNC = ("everysec", "always")
+#: How the task store's Redis keeps its append-only file; `off`: no file at all.
+TASK_STORE_FSYNC = ("everysec", "always", "off")
 
 
 class LoadTestError(ValueError):
@@ -68,7 +69,8 @@ class LoadTestConfig:
     task_timeout_s: float = 60.0
     #: `appendfsync` of the task store's Redis (append-only file): `everysec` loses
     #: nothing acknowledged when Redis alone dies, `always` not even when the machine does.
-    redis_fsync: str = "everysec"
+    #: `off` runs it without the file, to show what a volatile store loses in a restart.
+    task_store_fsync: str = "everysec"
     #: Hash units per `crunch` call in the overload scenario.
     crunch_units: int = 200_000
     #: In-flight requests above which a replica sheds `crunch` (overload scenario).
@@ -99,8 +101,10 @@ class LoadTestConfig:
             raise LoadTestError("duration must be positive and the fault time non-negative")
         if self.think_time_median_s < 0 or self.drain_timeout_s < 0 or self.pacing_s < 0:
             raise LoadTestError("think time, drain timeout and pacing must be non-negative")
-        if self.task_wire not in TASK_WIRES or self.redis_fsync not in REDIS_FSYNC:
-            raise LoadTestError(f"task wire is one of {TASK_WIRES}, fsync one of {REDIS_FSYNC}")
+        if self.task_wire not in TASK_WIRES or self.task_store_fsync not in TASK_STORE_FSYNC:
+            raise LoadTestError(
+                f"task wire is one of {TASK_WIRES}, task store fsync one of {TASK_STORE_FSYNC}"
+            )
         if min(self.provision_s, self.task_lease_s, self.task_timeout_s) <= 0:
             raise LoadTestError("provision time, task lease and task timeout must be positive")
         if not self.tool_mix or min(self.tool_mix.values()) < 0:

@@ -35,7 +35,7 @@ def quiet(line: str) -> None:
     pass
 
 
-def swarm_with_tasks(scenario: str) -> dict[str, Any]:
+def swarm_with_tasks(scenario: str, **settings: Any) -> dict[str, Any]:
     """A short scenario on 2 replicas, 6 users calling only task tools; its summary."""
     config = LoadTestConfig(
         scenario=scenario,
@@ -45,6 +45,7 @@ def swarm_with_tasks(scenario: str) -> dict[str, Any]:
         fault_at_s=3,
         restart_delay_s=2.0,
         tool_mix=TASK_MIX,
+        **settings,
     )
     return run_scenario(config, progress=quiet)
 
@@ -175,3 +176,12 @@ def test_a_store_outage_loses_no_acknowledged_task_and_callers_see_a_clear_error
     refused = [c for c in s["calls"] if not c["task"].get("id")]
     assert all("Task store error" in c["error"] for c in refused if c["outcome"] != "completed")
     assert s["lost"] == 0
+
+
+@needs_cluster
+def test_a_volatile_store_restarted_loses_the_tasks_it_held_and_clients_count_them() -> None:
+    s = swarm_with_tasks("store-outage", task_store_fsync="off")
+    tasks = s["tasks"]
+    lost = [c for c in s["calls"] if c["task"].get("id") and c["outcome"] == "lost"]
+    assert tasks["lost"] == len(lost) > 0, tasks
+    assert all("Task not found" in c["error"] for c in lost)
