@@ -56,11 +56,13 @@ lab: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 format: setup
 	$(BIN)/ruff format .

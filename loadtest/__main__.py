@@ -87,7 +87,8 @@ def cmd_cluster(args: argparse.Namespace) -> int:
             print(f"{config.arch} cluster up: {cluster.url}")
             for name, replica in cluster.replicas.items():
                 print(f"  {name}: {replica.base_url} (pid {replica.pid})")
-            print(f"  haproxy: 127.0.0.1:{cluster.lb_port} (pid {cluster.lb.pid})")
+            lb_pid = cluster.lb.pid if cluster.lb is not None else None
+            print(f"  haproxy: 127.0.0.1:{cluster.lb_port} (pid {lb_pid})")
             if cluster.redis is not None:
                 print(f"  redis: {cluster.redis.url} (pid {cluster.redis.pid})")
             print(f"  haproxy admin socket: {cluster.api.socket_path}")

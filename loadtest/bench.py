@@ -184,13 +184,11 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
             }
     tails = {}
     for kind in KINDS:
-        per_pass = {
-            name: [s["p99_ms"] / s["p50_ms"] for s in passes[name][kind]] for name in passes
-        }
-        tails[kind] = {name: median(v) for name, v in per_pass.items()}
-        if "bare" in per_pass:
+        spread = {name: [s["p99_ms"] / s["p50_ms"] for s in passes[name][kind]] for name in passes}
+        tails[kind] = {name: median(v) for name, v in spread.items()}
+        if "bare" in spread:
             lab_over_bare = [
-                lab / bare for lab, bare in zip(per_pass["lab"], per_pass["bare"], strict=True)
+                lab / bare for lab, bare in zip(spread["lab"], spread["bare"], strict=True)
             ]
             tails[kind]["lab/bare"] = median(lab_over_bare)
     return {"servers": servers, "ratios": ratios, "p99_over_p50": tails}

@@ -76,8 +76,11 @@ class Cluster:
             raise LoadTestError("store-outage needs a store: add a task tool or use sse-store")
         self.config = config
         self.lb_port = lb_port or free_port()
-        self._tmp = tempfile.TemporaryDirectory(prefix="mrtr-cluster-") if workdir is None else None
-        self.workdir = workdir or Path(self._tmp.name)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="mrtr-cluster-")
+            workdir = Path(self._tmp.name)
+        self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.keys = KeyRing()
         self.jwt_secret = secrets.token_urlsafe(32)

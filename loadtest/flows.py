@@ -29,7 +29,7 @@ from server.client import Exchange, McpError, text_of
 from server.tools.crunch import crunch_start, crunch_units
 
 #: What the swarm's users can answer: forms, LLM samples and roots.
-USER_CAPABILITIES = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
+USER_CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "sampling": {}, "roots": {}}
 
 
 @dataclass

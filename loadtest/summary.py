@@ -118,7 +118,7 @@ def timeline(
 ) -> list[dict[str, Any]]:
     """Per-second rows: calls ending in that second by outcome, calls open, median latency."""
     seconds = int(swarm_ended - swarm_started) + 1
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"t": s, "completed": 0, "failed": 0, "lost": 0, "in_flight": 0, "p50_ms": None}
         for s in range(seconds)
     ]

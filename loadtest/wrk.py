@@ -49,12 +49,19 @@ def lua_script(timed: Round) -> str:
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
+def _found(pattern: str, output: str) -> re.Match[str]:
+    match = re.search(pattern, output)
+    if match is None:
+        raise ValueError(f"wrk output without {pattern!r}: {output[:200]!r}")
+    return match
+
+
 def parse_wrk(output: str) -> dict[str, float]:
     """Requests/s, p50 and p99 (ms), requests, non-2xx and wrong answers from `wrk --latency`."""
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
+    rps = float(_found(r"Requests/sec:\s+([\d.]+)", output).group(1))
     latency = {}
     for pct in ("50", "99"):
-        value, unit = re.search(rf"\s{pct}%\s+([\d.]+)(us|ms|s)\b", output).groups()
+        value, unit = _found(rf"\s{pct}%\s+([\d.]+)(us|ms|s)\b", output).groups()
         latency[pct] = float(value) * _UNITS[unit]
     requests = re.search(r"(\d+) requests in", output)
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", output)

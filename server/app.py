@@ -25,7 +25,8 @@ from server.core.context import Replica
 from server.core.dispatch import Dispatcher
 from server.core.methods import Methods
 from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
-from server.legacy.era import LegacyEra, ends_legacy_session, is_legacy_request
+from server.legacy.era import LegacyEra
+from server.legacy.wire import ends_legacy_session, is_legacy_request
 from server.mrtr.runner import MrtrAttempt
 from server.mrtr.state import StateSealer
 from server.protocol import headers as rules
@@ -179,8 +180,11 @@ class McpServer:
             return transport.json_response(await self.dispatcher.serve(call, method))
         except RpcError as error:
             method_name = payload.get("method") if isinstance(payload, dict) else None
-            known = isinstance(method_name, str) and method_name in self.table
-            label = method_name if known else "other"
+            label = (
+                method_name
+                if isinstance(method_name, str) and method_name in self.table
+                else "other"
+            )
             self.metrics.count_request(label, "error")
             return transport.error_response(jsonrpc.request_id_of(payload), error)
 
@@ -247,7 +251,7 @@ class McpServer:
 
     async def delete(self, request: Request) -> Response:
         """DELETE /mcp ends a legacy session; without one (or under 2026-07-28) it is 405."""
-        if not ends_legacy_session(request):
+        if not ends_legacy_session(request.headers):
             return await self.not_allowed(request)
         try:
             principal = self.guard.admit(transport.request_headers(request))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -147,9 +147,9 @@ class MrtrClient(Shortcuts):
         """A client talking to an ASGI app in this process: no ports, no network."""
         from starlette.testclient import TestClient
 
-        client = cls(
-            "http://127.0.0.1/mcp", http=TestClient(app, base_url="http://127.0.0.1"), **options
-        )
+        # Starlette's TestClient is an httpx.Client that sends to the app in process.
+        http = cast(httpx.Client, TestClient(app, base_url="http://127.0.0.1"))
+        client = cls("http://127.0.0.1/mcp", http=http, **options)
         client._owns_http = True
         return client
 

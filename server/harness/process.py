@@ -129,14 +129,18 @@ class ServerProcess(ChildProcess):
         ]
         command = pinned(command, self.cpus)
         env = {**os.environ, "PYTHONWARNINGS": "ignore", **self.env}
-        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
-                command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+                command,
+                env=env,
+                stdout=log if log is not None else subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         finally:
-            if self.log_path:
-                output.close()  # the child holds its own copy
+            if log is not None:
+                log.close()  # the child holds its own copy
         try:
             wait_until_healthy(f"{self.base_url}/healthz", timeout_s, self.process)
         except Exception:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from server.core.call import Call, Invocation
 from server.core.context import Context, Replica, missing_capability
-from server.legacy.store import Session, StoreUnavailable
+from server.core.store import StoreUnavailable
+from server.legacy.store import Session
 from server.protocol import jsonrpc
 from server.protocol.inputs import InputRequest
 from server.protocol.jsonrpc import RpcError, invalid_params

@@ -23,7 +23,7 @@ import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
@@ -36,68 +36,26 @@ from server.core.context import LOG_LEVELS, Replica
 from server.core.dispatch import Dispatcher
 from server.core.methods import SERVER_INFO, Methods
 from server.core.metrics import ServerMetrics
+from server.core.store import StoreUnavailable
 from server.legacy.channel import HeldCall, SseAttempt, SseChannel, StreamEnd
 from server.legacy.footprint import held_bytes
 from server.legacy.metrics import LegacyMetrics
-from server.legacy.store import Delivery, Session, StoreUnavailable, open_store
+from server.legacy.store import Delivery, Session, open_store
+from server.legacy.wire import (
+    CATALOG_METHODS,
+    HOLDING_METHODS,
+    INSTRUCTIONS,
+    KEEPALIVE,
+    legacy_result,
+)
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
-from server.protocol.headers import SESSION_HEADER, VERSION_HEADER
+from server.protocol.headers import SESSION_HEADER
 from server.protocol.jsonrpc import Message, RpcError, invalid_params
 from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
 
 log = logging.getLogger("server.legacy")
-
-#: Methods whose handlers may ask for input, and so may hold an SSE stream.
-HOLDING_METHODS = {"tools/call", "prompts/get", "resources/read"}
-#: Catalog methods served under 2025-11-25, from the shared method table.
-CATALOG_METHODS = (
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-)
-#: Result fields of protocol 2026-07-28 that 2025-11-25 does not have.
-MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
-KEEPALIVE = b": keep-alive\n\n"
-INSTRUCTIONS = (
-    f"MRTR Lab, legacy mode ({LEGACY_VERSION}): a tool that needs input answers tools/call with an "
-    "SSE stream, sends elicitation/create, sampling/createMessage or roots/list requests on "
-    "it and waits; POST each JSON-RPC response with your Mcp-Session-Id."
-)
-
-
-def is_legacy_request(headers: Mapping[str, str], payload: Any) -> bool:
-    """Whether a POST speaks 2025-11-25: by its version header, else by its shape.
-
-    Without an `MCP-Protocol-Version` header, an `initialize` or a request carrying a
-    session id is legacy; anything else is left to the 2026-07-28 rules (which require the
-    header).
-    """
-    version = rules.header(headers, VERSION_HEADER)
-    if version is not None:
-        return version == LEGACY_VERSION
-    if rules.header(headers, SESSION_HEADER):
-        return True
-    return isinstance(payload, dict) and payload.get("method") == "initialize"
-
-
-def ends_legacy_session(request: Request) -> bool:
-    """Whether a DELETE names a legacy session (else it is 405, as under 2026-07-28)."""
-    version = rules.header(request.headers, VERSION_HEADER)
-    return bool(rules.header(request.headers, SESSION_HEADER)) and version in (None, LEGACY_VERSION)
-
-
-def legacy_result(result: dict[str, Any]) -> dict[str, Any]:
-    """A result as 2025-11-25 spells it: without the 2026-07-28 result fields."""
-    for name in MODERN_RESULT_FIELDS:
-        result.pop(name, None)
-    return result
 
 
 class LegacyEra:
@@ -380,8 +338,9 @@ class LegacyEra:
                 response = jsonrpc.error_response(call.message.id, error)
             except asyncio.CancelledError:
                 # Cancelled by the client, a DELETE, or the stream closing: end the stream.
-                error = RpcError(jsonrpc.INTERNAL_ERROR, "the call was cancelled")
-                held.queue.put_nowait(StreamEnd(jsonrpc.error_response(call.message.id, error)))
+                cancelled = RpcError(jsonrpc.INTERNAL_ERROR, "the call was cancelled")
+                end = jsonrpc.error_response(call.message.id, cancelled)
+                held.queue.put_nowait(StreamEnd(end))
                 raise
             await held.queue.put(StreamEnd(response))
 

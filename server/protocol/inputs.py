@@ -143,10 +143,11 @@ def _parse_sample(answer: dict[str, Any]) -> Sampled | None:
     # A sampling result carries one content block, or a list of them (2025-11-25 onwards).
     blocks = content if isinstance(content, list) else [content]
     texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
-    if not texts or not all(isinstance(t, str) for t in texts):
+    strings = [t for t in texts if isinstance(t, str)]
+    if not texts or len(strings) != len(texts):
         return None
     model = answer.get("model")
-    return Sampled("".join(texts), model if isinstance(model, str) else "")
+    return Sampled("".join(strings), model if isinstance(model, str) else "")
 
 
 def _parse_roots(answer: dict[str, Any]) -> list[dict[str, Any]] | None:

@@ -14,7 +14,8 @@ from typing import Any
 from server.core.call import Attempt, Call, Invocation
 from server.core.catalog import Tool
 from server.core.context import BecomeTask
-from server.tasks.store import WORKING, TaskRecord, TaskStore, TaskStoreError, now_ms
+from server.core.store import StoreUnavailable
+from server.tasks.store import WORKING, TaskRecord, TaskStore, now_ms
 from server.tasks.wire import (
     EXTENSION,
     SEED,
@@ -64,7 +65,7 @@ class TaskAttempt:
         except BecomeTask as switch:
             try:
                 record = await self._create(call, tool, invocation.arguments, switch)
-            except TaskStoreError as exc:
+            except StoreUnavailable as exc:
                 raise store_unavailable(exc) from exc
         self.worker.start(record)
         if wire == SEED:

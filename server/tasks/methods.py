@@ -33,6 +33,7 @@ import json
 from typing import Any
 
 from server.core.call import Call, Method
+from server.core.store import StoreUnavailable
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.inputs import answers, input_responses
 from server.protocol.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
@@ -44,7 +45,6 @@ from server.tasks.store import (
     WORKING,
     TaskRecord,
     TaskStore,
-    TaskStoreError,
 )
 from server.tasks.wire import (
     EXTENSION,
@@ -63,7 +63,7 @@ def _guarded(method: Method) -> Method:
     async def serve(call: Call) -> dict[str, Any]:
         try:
             return await method(call)
-        except TaskStoreError as exc:
+        except StoreUnavailable as exc:
             raise store_unavailable(exc) from exc
 
     return serve

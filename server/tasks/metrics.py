@@ -23,7 +23,8 @@ from typing import TypeVar
 from prometheus_client import Counter, Gauge
 
 from server.core.metrics import ServerMetrics
-from server.tasks.store import Change, TaskRecord, TaskStore, TaskStoreError
+from server.core.store import StoreUnavailable
+from server.tasks.store import Change, TaskRecord, TaskStore
 
 T = TypeVar("T")
 
@@ -65,7 +66,7 @@ class MeteredTaskStore(TaskStore):
     async def _counted(self, operation: str, call: Awaitable[T]) -> T:
         try:
             return await call
-        except TaskStoreError:
+        except StoreUnavailable:
             self.metrics.store_errors.labels(operation).inc()
             raise
 

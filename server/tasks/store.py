@@ -13,19 +13,20 @@ one small interface:
 
 Writes are compare-and-set on a version number (`update`), because the replica running a
 task and the replica receiving the user's answer may write the same task at once. Store
-failures raise `TaskStoreError`, which the methods turn into JSON-RPC errors; every Redis
+failures raise `StoreUnavailable`, which the methods turn into JSON-RPC errors; every Redis
 call has a timeout, so a dead store is an error, never a hang.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from server.core.store import StoreUnavailable, bounded
 
 #: Task statuses (the seed's and the extension's are the same five).
 WORKING = "working"
@@ -34,10 +35,6 @@ COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
-
-
-class TaskStoreError(Exception):
-    """The store could not be reached or did not answer in time."""
 
 
 def now_ms() -> int:
@@ -115,7 +112,7 @@ Change = Callable[[TaskRecord], bool]
 
 
 class TaskStore(ABC):
-    """Where tasks live; every method may raise `TaskStoreError`."""
+    """Where tasks live; every method may raise `StoreUnavailable`."""
 
     @abstractmethod
     async def create(self, record: TaskRecord) -> None:
@@ -248,30 +245,29 @@ class RedisTaskStore(TaskStore):
     def _index_key(self, principal: str) -> str:
         return f"{self.prefix}:tasks-of:{principal}"
 
-    async def _call(self, operation: Any) -> Any:
-        """Await one Redis operation within the store timeout; failures become TaskStoreError."""
+    async def _call(self, operation: str, command: Any) -> Any:
+        """Await one Redis command within the store timeout (see `server.core.store`)."""
         from redis.exceptions import RedisError
 
-        try:
-            async with asyncio.timeout(self.timeout_s):
-                return await operation
-        except (RedisError, OSError, TimeoutError) as exc:
-            reason = type(exc).__name__ if isinstance(exc, TimeoutError) else str(exc)
-            raise TaskStoreError(f"task store unavailable ({reason})") from exc
+        errors = (RedisError, OSError)
+        return await bounded("task", operation, command, timeout_s=self.timeout_s, errors=errors)
 
     async def create(self, record: TaskRecord) -> None:
         record.version = 0
         created = await self._call(
+            "create",
             self._create(
                 keys=[self._task_key(record.task_id), self._index_key(record.principal)],
                 args=[record.to_json(), record.expires_at_ms, record.task_id, now_ms()],
-            )
+            ),
         )
         if not created:
-            raise TaskStoreError(f"task id {record.task_id} already exists")
+            raise StoreUnavailable("task", "create (the task id exists)")
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        found = await self._call(self._redis.hmget(self._task_key(task_id), "version", "data"))
+        found = await self._call(
+            "get", self._redis.hmget(self._task_key(task_id), "version", "data")
+        )
         version, data = found
         if version is None or data is None:
             return None
@@ -279,7 +275,7 @@ class RedisTaskStore(TaskStore):
 
     async def list_for(self, principal: str) -> list[TaskRecord]:
         ids = await self._call(
-            self._redis.zrangebyscore(self._index_key(principal), now_ms(), "+inf")
+            "list", self._redis.zrangebyscore(self._index_key(principal), now_ms(), "+inf")
         )
         records = [await self.get(tid.decode()) for tid in ids]
         found = [r for r in records if r is not None and r.principal == principal]
@@ -287,10 +283,11 @@ class RedisTaskStore(TaskStore):
 
     async def _compare_and_set(self, record: TaskRecord) -> bool:
         saved = await self._call(
+            "update",
             self._cas(
                 keys=[self._task_key(record.task_id)],
                 args=[record.version, record.version + 1, record.to_json()],
-            )
+            ),
         )
         return bool(saved)
 

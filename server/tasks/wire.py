@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from server.core.store import StoreUnavailable
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.jsonrpc import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, RpcError
-from server.tasks.store import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, TaskStoreError
+from server.tasks.store import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
 
 #: The two wire forms of the task methods.
 SEED = "seed"
@@ -99,6 +100,6 @@ def related_task(task_id: str) -> dict[str, Any]:
     return {RELATED_TASK: {"taskId": task_id}}
 
 
-def store_unavailable(exc: TaskStoreError) -> RpcError:
+def store_unavailable(exc: StoreUnavailable) -> RpcError:
     """The JSON-RPC error for a store that failed or timed out."""
     return RpcError(INTERNAL_ERROR, f"Task store error: {exc}", http_status=503)

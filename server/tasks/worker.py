@@ -32,6 +32,7 @@ from typing import Any
 
 from server.core.catalog import Catalog
 from server.core.context import Caller, Context, InputRequired, MrtrChannel, Notify, Replica
+from server.core.store import StoreUnavailable
 from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError
 from server.tasks.store import (
     COMPLETED,
@@ -40,7 +41,6 @@ from server.tasks.store import (
     WORKING,
     TaskRecord,
     TaskStore,
-    TaskStoreError,
     now_ms,
 )
 
@@ -157,7 +157,7 @@ class TaskWorker:
             await self.store.update(task_id, _settle(run, outcome))
         except RunSuperseded:
             log.info("task %s run %d stopped: superseded", task_id, run)
-        except TaskStoreError:
+        except StoreUnavailable:
             log.exception("task %s run %d stopped: the task store failed", task_id, run)
 
     async def _execute(self, record: TaskRecord) -> Callable[[TaskRecord], None]:
@@ -180,7 +180,7 @@ class TaskWorker:
         except InputRequired as asked:
             wire = {key: request.to_wire() for key, request in asked.requests.items()}
             return _parked(wire, ctx.state)
-        except (RunSuperseded, TaskStoreError):
+        except (RunSuperseded, StoreUnavailable):
             # A checkpoint the store refused is not the tool's failure: the run stops, its
             # lease lapses, and the next reader takes the task over from the last checkpoint.
             raise
@@ -206,7 +206,7 @@ class TaskWorker:
                 stored, _ = await self.store.update(task_id, renew)
             except RunSuperseded:
                 stored = None
-            except TaskStoreError:
+            except StoreUnavailable:
                 continue  # try again; if the store stays away, the lease lapses
             if stored is None:
                 job.cancel()
@@ -282,7 +282,7 @@ async def sweep_periodically(store: TaskStore, interval_s: float) -> None:
         await asyncio.sleep(interval_s)
         try:
             removed = await store.sweep()
-        except TaskStoreError:
+        except StoreUnavailable:
             log.warning("task sweep skipped: the task store failed")
             continue
         if removed:

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 import pytest
 
 from server.core.context import Replica
+from server.core.store import StoreUnavailable
 from server.harness.process import ServerProcess
 from server.tasks.store import (
     COMPLETED,
     WORKING,
     InProcessTaskStore,
     TaskRecord,
-    TaskStoreError,
     now_ms,
 )
 from server.tasks.worker import TaskWorker
@@ -86,7 +86,7 @@ class OutageStore(InProcessTaskStore):
     async def _compare_and_set(self, record: TaskRecord) -> bool:
         if self.refusals:
             self.refusals -= 1
-            raise TaskStoreError("task store unavailable (connection closed)")
+            raise StoreUnavailable("task", "update")
         return await super()._compare_and_set(record)
 
 

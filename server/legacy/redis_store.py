@@ -1,0 +1,209 @@
+"""The legacy store in Redis: every replica knows every session; answers are published.
+
+See `server.legacy.store` for what a legacy store does. Here sessions and pending
+requests are keys in Redis, so the replica that receives a client's answer can find the
+replica whose call waits for it and publish the answer on that replica's channel.
+Every Redis call is bounded by a timeout (`server.core.store`), so an outage is a
+`StoreUnavailable` error, never a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from server.core.store import StoreUnavailable, bounded
+from server.legacy.store import Delivery, LegacyStore, Session, WaitingCalls
+
+log = logging.getLogger("server.legacy")
+
+T = TypeVar("T")
+#: Prefix of every key and channel the lab writes in Redis.
+KEY_PREFIX = "mrtr:legacy"
+
+
+class RedisStore(LegacyStore):
+    """Sessions and pending requests in Redis; answers published to the waiting replica.
+
+    Keys (all under `mrtr:legacy`): `session:<id>` holds a session as JSON with an idle
+    TTL; `pending:<session>:<request>` names the channel of the replica waiting for that
+    answer, with a TTL a little past the answer timeout. Each replica process listens on
+    its own channel `answers:<replica>:<instance>`.
+    """
+
+    kind = "redis"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        replica_id: str,
+        session_ttl_s: float,
+        answer_timeout_s: float,
+        timeout_s: float,
+    ) -> None:
+        self.url = url
+        self.session_ttl_s = session_ttl_s
+        self.timeout_s = timeout_s
+        # A pending request outlives its wait a little, so a late answer is still recognised
+        # as "no longer waited for" rather than as a stranger.
+        self.pending_ttl_ms = int((answer_timeout_s + timeout_s) * 1000) + 1000
+        self.channel = f"{KEY_PREFIX}:answers:{replica_id}:{uuid.uuid4().hex[:8]}"
+        # Imported here: a replica with the memory store starts without loading redis-py.
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+        from redis.exceptions import RedisError
+
+        self._store_errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
+        self._subscribe_errors: tuple[type[BaseException], ...] = (
+            StoreUnavailable,
+            *self._store_errors,
+        )
+        # No retries inside redis-py: a failure is reported at once and counted.
+        self._redis = aioredis.Redis.from_url(
+            url,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            retry=Retry(NoBackoff(), 0),
+            health_check_interval=max(1, int(timeout_s * 5)),
+        )
+        self._waiting = WaitingCalls()
+        self._listener: asyncio.Task[None] | None = None
+        self._listen_lock = asyncio.Lock()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+        self._waiting.fail_all(StoreUnavailable("legacy", "close"))
+        with contextlib.suppress(Exception):
+            await self._redis.aclose()
+
+    async def create_session(self, session: Session) -> None:
+        await self._call(
+            "create_session",
+            self._redis.set(self._session_key(session.session_id), session.to_json(), px=self._ttl),
+        )
+
+    async def session(self, session_id: str) -> Session | None:
+        raw = await self._call(
+            "session", self._redis.getex(self._session_key(session_id), px=self._ttl)
+        )
+        return Session.from_json(raw) if raw is not None else None
+
+    async def save_session(self, session: Session) -> None:
+        key = self._session_key(session.session_id)
+        await self._call(
+            "save_session", self._redis.set(key, session.to_json(), px=self._ttl, xx=True)
+        )
+
+    async def end_session(self, session_id: str) -> bool:
+        return bool(
+            await self._call("end_session", self._redis.delete(self._session_key(session_id)))
+        )
+
+    async def expect(self, session_id: str, request_id: str) -> asyncio.Future[dict[str, Any]]:
+        await self._listen()
+        future = self._waiting.add(session_id, request_id)
+        try:
+            await self._call(
+                "expect",
+                self._redis.set(
+                    self._pending_key(session_id, request_id), self.channel, px=self.pending_ttl_ms
+                ),
+            )
+        except StoreUnavailable:
+            self._waiting.forget(session_id, request_id)
+            raise
+        return future
+
+    async def forget(self, session_id: str, request_id: str) -> None:
+        self._waiting.forget(session_id, request_id)
+        await self._call("forget", self._redis.delete(self._pending_key(session_id, request_id)))
+
+    async def deliver(self, session_id: str, request_id: str, message: dict[str, Any]) -> Delivery:
+        if self._waiting.resolve(session_id, request_id, message):
+            return Delivery.LOCAL
+        # GETDEL makes an answer single-use: a second POST of it finds nothing.
+        key = self._pending_key(session_id, request_id)
+        channel = await self._call("deliver", self._redis.getdel(key))
+        if channel is None:
+            return Delivery.UNKNOWN_REQUEST
+        envelope = json.dumps({"session": session_id, "id": request_id, "message": message})
+        receivers = await self._call("deliver", self._redis.publish(channel, envelope))
+        # Nobody listening: the waiting replica is gone (crashed or restarted).
+        return Delivery.RELAYED if receivers else Delivery.UNKNOWN_REQUEST
+
+    def local_sessions(self) -> int:
+        # Sessions live in Redis: none is bound to this replica.
+        return 0
+
+    @property
+    def _ttl(self) -> int:
+        return int(self.session_ttl_s * 1000)
+
+    @staticmethod
+    def _session_key(session_id: str) -> str:
+        return f"{KEY_PREFIX}:session:{session_id}"
+
+    @staticmethod
+    def _pending_key(session_id: str, request_id: str) -> str:
+        return f"{KEY_PREFIX}:pending:{session_id}:{request_id}"
+
+    async def _call(self, operation: str, command: Awaitable[T]) -> T:
+        return await bounded(
+            "legacy", operation, command, timeout_s=self.timeout_s, errors=self._store_errors
+        )
+
+    async def _listen(self) -> None:
+        """Make sure this replica is subscribed to its answer channel before it asks."""
+        if self._listener is not None and not self._listener.done():
+            return
+        async with self._listen_lock:
+            if self._listener is not None and not self._listener.done():
+                return
+            pubsub = self._redis.pubsub()
+            try:
+                await self._call("subscribe", pubsub.subscribe(self.channel))
+                # Wait for the confirmation, so no answer can be published before we listen.
+                async with asyncio.timeout(self.timeout_s):
+                    while True:
+                        reply = await pubsub.get_message(timeout=self.timeout_s)
+                        if reply is not None and reply.get("type") == "subscribe":
+                            break
+            except self._subscribe_errors as exc:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+                if isinstance(exc, StoreUnavailable):
+                    raise
+                raise StoreUnavailable("legacy", "subscribe") from exc
+            self._listener = asyncio.create_task(self._relay_answers(pubsub))
+
+    async def _relay_answers(self, pubsub: Any) -> None:
+        """Hand every answer published to this replica to the call waiting for it."""
+        try:
+            while True:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+                if message is None:
+                    continue
+                try:
+                    envelope = json.loads(message["data"])
+                    self._waiting.resolve(envelope["session"], envelope["id"], envelope["message"])
+                except (ValueError, KeyError, TypeError):
+                    log.warning("ignoring a malformed answer envelope on %s", self.channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The connection to Redis is gone: no answer can reach the calls waiting here.
+            log.warning("lost the answer channel %s: %s", self.channel, exc)
+            self._waiting.fail_all(StoreUnavailable("legacy", "listen"))
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
