@@ -39,6 +39,19 @@ class Shed(Exception):
         self.done_s = done_s
 
 
+class Session:
+    """A user's session: calls that share one affinity cookie for the session's life.
+
+    Behind a cookie-sticky balancer (as with `Mcp-Session-Id` pinned by a
+    cookie) every call of the session goes to the replica its first call got.
+    """
+
+    __slots__ = ("cookie",)
+
+    def __init__(self) -> None:
+        self.cookie: Replica | None = None
+
+
 class Call:
     """A tool call in flight: what the client knows about it and what it has cost so far.
 
@@ -53,7 +66,6 @@ class Call:
         "arrival_s",
         "bytes_in",
         "bytes_out",
-        "cookie",
         "cpu",
         "cpu_s",
         "first_replica",
@@ -65,6 +77,7 @@ class Call:
         "restarts",
         "retries",
         "rounds",
+        "session",
         "spec",
         "store_ops",
         "think",
@@ -81,15 +94,16 @@ class Call:
         arrival_s: float,
         cpu: list[float],
         think: list[float],
+        session: Session | None = None,
     ) -> None:
         self.index = index
+        self.session = session if session is not None else Session()
         self.tool = tool
         self.spec = spec
         self.arrival_s = arrival_s
         self.cpu = cpu
         self.think = think
         self.next_think = 0
-        self.cookie: Replica | None = None
         self.first_replica = -1
         self.answered_ever = 0
         self.answers = self.re_prompts = self.rounds = 0
@@ -245,6 +259,7 @@ class Architecture(ABC):
 
     def _account(self, call: Call, replica: Replica, cpu_s: float) -> None:
         call.cpu_s += cpu_s
+        replica.worked_s += cpu_s
         if self.t0 <= self.env.now <= self.t1:
             replica.busy_s += cpu_s
 

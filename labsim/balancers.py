@@ -97,10 +97,10 @@ class PowerOfTwoChoices:
 
 
 class CookieSticky:
-    """Pin a call to the replica that served its first request (an affinity cookie).
+    """Pin a call's session to the replica that served its first request (an affinity cookie).
 
     The first request goes where the underlying policy says; the cookie then
-    keeps the call on that replica, even while it drains, until the replica
+    keeps the session (every call of it) on that replica, even while it drains, until the replica
     goes down, when the request is redispatched and the cookie rewritten.
     """
 
@@ -108,12 +108,13 @@ class CookieSticky:
         self.base = base
 
     def route(self, routable: list[Replica], call: object | None = None) -> Replica | None:
-        pinned = getattr(call, "cookie", None)
+        session = getattr(call, "session", None)
+        pinned = session.cookie if session is not None else None
         if pinned is not None and pinned.accepts_cookie():
             return pinned
         replica = self.base.route(routable, call)
-        if call is not None:
-            call.cookie = replica  # type: ignore[attr-defined]
+        if session is not None:
+            session.cookie = replica
         return replica
 
 

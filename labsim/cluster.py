@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 
 class ReplicaState(enum.Enum):
-    """Where a replica is in its life: serving, draining before a stop, or down."""
+    """Where a replica is in its life: starting, serving, draining before a stop, or down."""
 
+    STARTING = "starting"
     UP = "up"
     DRAINING = "draining"
     DOWN = "down"
@@ -48,6 +49,7 @@ class Replica:
         "peak_held",
         "state",
         "version",
+        "worked_s",
         "workers",
     )
 
@@ -69,7 +71,8 @@ class Replica:
         self.peak_held = 0
         self.peak_connections = 0
         self.count_from_s = count_from_s
-        self.busy_s = 0.0
+        self.busy_s = 0.0  # worker-seconds inside the measurement window
+        self.worked_s = 0.0  # worker-seconds since the start, for an autoscaler's metric
         self.state = ReplicaState.UP
         self.version = version
         # The call processes this replica is serving or holding; a crash cuts them all.
@@ -96,7 +99,7 @@ class Replica:
 
     def accepts_cookie(self) -> bool:
         """Whether a request pinned here by a cookie still reaches this replica (up or draining)."""
-        return self.state is not ReplicaState.DOWN
+        return self.state is ReplicaState.UP or self.state is ReplicaState.DRAINING
 
     def attach(self, process: Process) -> None:
         """Start serving (or holding) a call: it shares this replica's fate."""
@@ -180,6 +183,16 @@ class Cluster:
         elif previous is ReplicaState.DOWN:
             self.billed.move(now, +1)
         self.recorder.event(now, state.value, replica.index, detail)
+
+    def launch(self, version: int) -> Replica:
+        """A new replica, billed from now and starting (not routable until `UP`)."""
+        replica = Replica(
+            self.env, len(self.replicas), self.params.workers_per_replica, version, self.billed.t0
+        )
+        replica.state = ReplicaState.DOWN
+        self.replicas.append(replica)
+        self.set_state(replica, ReplicaState.STARTING, f"v{version}")
+        return replica
 
     def busy_workers(self) -> int:
         """Workers serving a request right now, across the cluster."""

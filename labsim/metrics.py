@@ -48,10 +48,22 @@ TIMELINE_COLUMNS = (
     "held_bytes",
     "open_streams",
     "replicas_up",
+    "replicas_billed",
     "busy_workers",
     "queued_requests",
 )
 EVENT_COLUMNS = ("time_s", "kind", "replica", "detail")
+# One row per replica per autoscaler period (see `labsim.autoscale`).
+REPLICA_COLUMNS = (
+    "time_s",
+    "replica",
+    "state",
+    "cpu_share",
+    "utilization",
+    "held_calls",
+    "held_bytes",
+    "connections",
+)
 
 
 class Gauge:
@@ -106,6 +118,7 @@ class Recorder:
     calls: list[tuple] = field(default_factory=list)
     samples: list[tuple] = field(default_factory=list)
     events: list[tuple] = field(default_factory=list)
+    replica_samples: list[tuple] = field(default_factory=list)
 
     def event(self, time_s: float, kind: str, replica: int | None = None, detail: str = "") -> None:
         """Note a fault event (crash, drain, store outage, ...) for the timeline."""
@@ -131,6 +144,7 @@ class RunResult:
     events: pd.DataFrame
     summary: dict[str, Any]
     tasks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    replicas: pd.DataFrame | None = None  # per-replica samples, when an autoscaler ran
 
     def measured_calls(self) -> pd.DataFrame:
         """The calls that arrived inside the measurement window."""

@@ -113,11 +113,14 @@ class WorkloadParams:
     think_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes
     think_scale: float = 1.0  # multiplier for sweeps; 0 = users answer instantly
     never_answer_fraction: float = 0.05  # docs/model.md: assumption (the seed: maybe never)
+    calls_per_session: float = 1.0  # assumption: each call its own session unless a scenario says
+    session_s: float = 1800.0  # assumption: a session's calls spread over half an hour
     request_bytes: int = 441  # measured.json: mean JSON-RPC request body per round
     response_bytes: int = 317  # measured.json: mean JSON-RPC response body per round
 
     def __post_init__(self) -> None:
-        _check_positive(self, "arrival_rate_per_s", "think_median_s", "think_sigma")
+        _check_positive(self, "arrival_rate_per_s", "think_median_s", "think_sigma", "session_s")
+        _require(self.calls_per_session >= 1, "calls_per_session must be >= 1")
         _check_non_negative(
             self, "request_overhead_s", "think_scale", "request_bytes", "response_bytes"
         )

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from labsim.autoscale import Autoscaler
 from labsim.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
-from labsim.params import ClusterParams, ParameterError, SimParams, TaskParams
+from labsim.params import ClusterParams, ParameterError, SimParams, TaskParams, WorkloadParams
 
 
 def _steady() -> SimParams:
@@ -32,6 +33,25 @@ def _rolling_upgrade() -> SimParams:
 
 def _overload() -> SimParams:
     return SimParams(cluster=ClusterParams(shed_policy="mrtr-offload"), faults=(LoadSpike(),))
+
+
+def _autoscale() -> SimParams:
+    # Load triples for a quarter of an hour, then falls back; users come in sessions of
+    # several calls, so a sticky cookie keeps each session on its first replica.
+    workload = WorkloadParams(
+        arrival_rate_per_s=16.0,
+        rate_profile=((0.0, 1.0), (600.0, 3.0), (1500.0, 1.0)),
+        calls_per_session=5.0,
+        session_s=600.0,
+    )
+    return SimParams(
+        workload=workload,
+        cluster=ClusterParams(replicas=2),
+        faults=(Autoscaler(),),
+        horizon_s=2700.0,
+        warmup_s=300.0,
+        sample_every_s=15.0,
+    )
 
 
 def _idle_timeout() -> SimParams:
@@ -70,6 +90,11 @@ SCENARIOS: dict[str, tuple[str, Callable[[], SimParams]]] = {
     "persistent-store-outage": (
         "persistent, and the store is down from 450 s to 510 s",
         _persistent(StoreOutage()),
+    ),
+    "autoscale": (
+        "CPU target tracking (2-20 replicas) while load triples from 600 s to 1500 s; "
+        "sessions of 5 calls",
+        _autoscale,
     ),
 }
 

@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from labsim.architecture import Architecture, Call
+from labsim.architecture import Architecture, Call, Session
 from labsim.cluster import Cluster, ReplicaState
 from labsim.cost import SECONDS_PER_HOUR, Usage, bill
 from labsim.metrics import (
     EVENT_COLUMNS,
+    REPLICA_COLUMNS,
     TIMELINE_COLUMNS,
     Recorder,
     RunResult,
@@ -99,12 +100,15 @@ class Simulation:
         rows = zip(
             workload.tool.tolist(), workload.cpu_s.tolist(), workload.think_s.tolist(), strict=True
         )
-        for index, (arrival_s, (tool, cpu, think)) in enumerate(
-            zip(workload.arrival_s.tolist(), rows, strict=True)
+        shared = self.params.workload.calls_per_session > 1
+        sessions: dict[int, Session] = {}
+        for index, (arrival_s, session, (tool, cpu, think)) in enumerate(
+            zip(workload.arrival_s.tolist(), workload.session.tolist(), rows, strict=True)
         ):
             if arrival_s > env.now:
                 yield timeout(arrival_s - env.now)
-            call = Call(index, tool, specs[tool], env.now, cpu, think)
+            user = sessions.setdefault(session, Session()) if shared else None
+            call = Call(index, tool, specs[tool], env.now, cpu, think, user)
             if is_task[index]:
                 start_task(call)
             else:
@@ -122,6 +126,7 @@ class Simulation:
                     cluster.held.value * held_call_bytes,
                     cluster.streams.value,
                     sum(r.state is ReplicaState.UP for r in cluster.replicas),
+                    cluster.billed.value,
                     cluster.busy_workers(),
                     cluster.queued_requests(),
                 )
@@ -167,8 +172,12 @@ class Simulation:
         # Tasks live in the shared store: an architecture that needs none for its other
         # calls pays for one as soon as some calls are persistent.
         needs_store = self.architecture.uses_store or params.tasks.persistent_share > 0
+        replica_hours = cluster.billed.mean() * window_s / SECONDS_PER_HOUR
+        busy_s = sum(r.busy_s for r in cluster.replicas)
+        billed_worker_s = replica_hours * SECONDS_PER_HOUR * params.cluster.workers_per_replica
+        summary["fleet_utilization"] = busy_s / billed_worker_s if billed_worker_s else 0.0
         usage = Usage(
-            replica_hours=cluster.billed.mean() * window_s / SECONDS_PER_HOUR,
+            replica_hours=replica_hours,
             store_hours=window_s / SECONDS_PER_HOUR if needs_store else 0.0,
             store_ops=summary["store_ops"],
             egress_bytes=summary["bytes_out"],
@@ -176,6 +185,8 @@ class Simulation:
         )
         costs = bill(usage, params)
         summary.update({f"cost_{k}": v for k, v in costs.as_dict().items()})
+        summary["replica_hours"] = usage.replica_hours
+        summary["store_hours"] = usage.store_hours
         summary["cost_per_million_calls_usd"] = costs.per_million_calls_usd(usage.calls)
         summary["store_share_of_bill"] = (
             costs.store_usd / costs.total_usd if costs.total_usd else float("nan")
@@ -191,6 +202,9 @@ class Simulation:
             events=pd.DataFrame.from_records(self.recorder.events, columns=list(EVENT_COLUMNS)),
             summary=summary,
             tasks=tasks,
+            replicas=pd.DataFrame.from_records(
+                self.recorder.replica_samples, columns=list(REPLICA_COLUMNS)
+            ),
         )
         law = littles_law(result)
         summary["littles_law_ratio"] = law.ratio

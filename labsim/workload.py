@@ -71,13 +71,15 @@ def arrival_times(
 class Workload:
     """Every call of one run, drawn in advance: when, which tool, CPU and think times.
 
-    `cpu_s[i, r]` is the tool's own CPU for round r of call i; `think_s[i, q]`
-    is how long the user takes over the q-th question asked in call i
-    (`inf` once the user has walked away).
+    `session[i]` numbers the user session call i belongs to; `cpu_s[i, r]` is
+    the tool's own CPU for round r of call i; `think_s[i, q]` is how long the
+    user takes over the q-th question asked in call i (`inf` once the user has
+    walked away).
     """
 
     arrival_s: np.ndarray
     tool: np.ndarray
+    session: np.ndarray
     cpu_s: np.ndarray
     think_s: np.ndarray
 
@@ -94,8 +96,8 @@ def draw_workload(
     """Draw the calls arriving in [0, horizon_s) from independent random streams."""
     if not isinstance(seed, np.random.SeedSequence):
         seed = np.random.SeedSequence(seed)
-    streams = [np.random.default_rng(s) for s in seed.spawn(4)]
-    arrivals_rng, tools_rng, cpu_rng, think_rng = streams
+    streams = [np.random.default_rng(s) for s in seed.spawn(5)]
+    arrivals_rng, tools_rng, cpu_rng, think_rng, session_rng = streams
     pieces = []
     profile = list(params.rate_profile)
     for k, (start, multiplier) in enumerate(profile):
@@ -114,4 +116,33 @@ def draw_workload(
     # A user who walks away does not come back for the next question either.
     walked_away = np.logical_or.accumulate(walked_away, axis=1)
     think[walked_away] = np.inf
-    return Workload(arrival_s=arrivals, tool=tool, cpu_s=cpu, think_s=think)
+    session = assign_sessions(arrivals, params.calls_per_session, params.session_s, session_rng)
+    return Workload(arrival_s=arrivals, tool=tool, session=session, cpu_s=cpu, think_s=think)
+
+
+def assign_sessions(
+    arrival_s: np.ndarray, calls_per_session: float, session_s: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Number the session of each call: about `calls_per_session` calls per session.
+
+    A call opens a new session with probability 1 / `calls_per_session`;
+    otherwise it belongs to a session opened in the last `session_s` seconds,
+    drawn at random (or opens one if there is none).
+    """
+    n = len(arrival_s)
+    if calls_per_session <= 1:
+        return np.arange(n)
+    opens = rng.random(n) < 1 / calls_per_session
+    picks = rng.random(n)
+    session = np.empty(n, dtype=np.int64)
+    opened_at: list[float] = []  # opening time of session k
+    oldest = 0  # first session still open
+    for i, (t, new, pick) in enumerate(zip(arrival_s.tolist(), opens, picks, strict=True)):
+        while oldest < len(opened_at) and opened_at[oldest] < t - session_s:
+            oldest += 1
+        if new or oldest == len(opened_at):
+            session[i] = len(opened_at)
+            opened_at.append(t)
+        else:
+            session[i] = oldest + int(pick * (len(opened_at) - oldest))
+    return session

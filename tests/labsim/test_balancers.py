@@ -11,6 +11,7 @@ import simpy
 from scipy import stats
 
 from labsim import ClusterParams, ParameterError
+from labsim.architecture import Session
 from labsim.balancers import make_balancer
 from labsim.cluster import Cluster, Replica, ReplicaState
 from labsim.metrics import Recorder
@@ -59,7 +60,8 @@ def test_power_of_two_choices_never_picks_the_busiest_replica() -> None:
 def test_a_cookie_pins_a_call_until_its_replica_goes_down() -> None:
     pool = replicas(0, 0, 0)
     sticky = make_balancer("round-robin", random.Random(1), sticky=True)
-    call = SimpleNamespace(cookie=None)
+    session = Session()
+    call = SimpleNamespace(session=session)
     first = sticky.route(pool, call)
     assert all(sticky.route(pool, call) is first for _ in range(5))
     first.state = ReplicaState.DRAINING  # HAProxy keeps routing cookie holders to a draining server
@@ -67,7 +69,9 @@ def test_a_cookie_pins_a_call_until_its_replica_goes_down() -> None:
     first.state = ReplicaState.DOWN
     moved = sticky.route([r for r in pool if r is not first], call)
     assert moved is not first
-    assert call.cookie is moved
+    assert session.cookie is moved
+    # Another call of the same session follows the cookie.
+    assert sticky.route(pool, SimpleNamespace(session=session)) is moved
 
 
 def test_draining_and_down_replicas_take_no_new_calls() -> None:

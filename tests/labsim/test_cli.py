@@ -131,4 +131,5 @@ def test_scenarios_are_listed() -> None:
         "persistent",
         "persistent-crash",
         "persistent-store-outage",
+        "autoscale",
     ]
