@@ -247,7 +247,7 @@ class PersistentTools:
         call.bytes_in += polls * self.tasks.poll_request_bytes
         call.bytes_out += polls * self.tasks.poll_response_bytes
         self.store.count_reads(task, polls)
-        cookie = call.cookie
+        cookie = call.session.cookie
         if self.architecture.sticky and cookie is not None and cookie.accepts_cookie():
             replicas = [cookie]
         else:
