@@ -7,6 +7,7 @@
     python -m loadtest swarm [--replicas 3] [--tools echo=1,get_weather=2]  # Locust's web UI
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette and the SDKs, with wrk
     python -m loadtest bench --state              # requestState seal + open vs raw AES-GCM
+    python -m loadtest bench --held 200           # a waiting legacy call's memory, lab vs SDK
     python -m loadtest calibrate [--json out.json]  # labsim's predictions vs the live cluster
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
 """
@@ -142,6 +143,13 @@ def cmd_swarm(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from loadtest.bench import SERVERS, print_report, run_bench
 
+    if args.held:
+        from loadtest.held_compare import compare_held, print_held
+
+        report = compare_held(args.held)
+        _write(report, args.json)
+        print_held(report)
+        return 0
     if args.state:
         from loadtest.microbench import print_state_report, seal_open_microbench
 
@@ -259,6 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--connections", type=int, default=10)
     bench.add_argument(
         "--servers", default=None, help="a comma-separated subset of bare,lab,sdk,ts,ts-hmac"
+    )
+    bench.add_argument(
+        "--held",
+        type=int,
+        default=0,
+        metavar="CALLS",
+        help="only memory per waiting 2025-11-25 call, lab vs the Python SDK's server",
     )
     bench.add_argument("--state", action="store_true", help="only requestState vs raw AES-GCM")
     bench.add_argument("--json", default=None, help="write the report here")

@@ -94,6 +94,25 @@ class RunningTarget(ChildProcess):
             self.stop()
             raise
 
+    def cpu_s(self) -> float:
+        """CPU seconds the server process (every thread of it) has used so far."""
+        assert self.process is not None
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def timed(self, kind: str, *, duration_s: float, connections: int) -> dict[str, float]:
+        """One wrk run of round `kind`, with the server's CPU time per request.
+
+        CPU per request is what a server costs whatever else runs on the machine: where
+        other work takes part of the core, req/s falls but CPU per request hardly moves.
+        """
+        before = self.cpu_s()
+        timed = self.rounds[kind]
+        sample = run_wrk(self.url, timed, duration_s=duration_s, connections=connections)
+        sample["cpu_us_per_request"] = (self.cpu_s() - before) / sample["requests"] * 1e6
+        return sample
+
 
 def _wait_for(url: str, server: Target, process: subprocess.Popen) -> None:
     if server.health_path:
@@ -148,9 +167,7 @@ def bench_servers(
             print(f"  pass {n + 1}/{passes}", file=sys.stderr, flush=True)
             for kind in KINDS:
                 for r in running:
-                    sample = run_wrk(
-                        r.url, r.rounds[kind], duration_s=duration_s, connections=connections
-                    )
+                    sample = r.timed(kind, duration_s=duration_s, connections=connections)
                     report[r.target.name].setdefault(kind, []).append(sample)
         return report
     finally:
@@ -182,6 +199,12 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
                 "min": min(per_pass),
                 "max": max(per_pass),
             }
+            if all("cpu_us_per_request" in s for s in passes[peer][kind] + passes["lab"][kind]):
+                cpu = [
+                    other["cpu_us_per_request"] / lab["cpu_us_per_request"]
+                    for lab, other in zip(passes["lab"][kind], passes[peer][kind], strict=True)
+                ]
+                ratios[f"lab/{peer} {kind}"]["cpu_median"] = median(cpu)
     tails = {}
     for kind in KINDS:
         spread = {name: [s["p99_ms"] / s["p50_ms"] for s in passes[name][kind]] for name in passes}
@@ -237,24 +260,35 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"missing: {name} ({why})")
     servers = report["servers"]
     tails = report["p99_over_p50"]
-    print(f"{'round':<7} {'server':<8} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99/p50':>8}")
+    print(
+        f"{'round':<7} {'server':<8} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99/p50':>8} "
+        f"{'CPU us/req':>10}"
+    )
     for kind in KINDS:
         for name, kinds in servers.items():
             r = kinds[kind]
             print(
                 f"{kind:<7} {name:<8} {r['requests_per_s']:>8.0f} {r['p50_ms']:>7.2f} "
-                f"{r['p99_ms']:>7.2f} {tails[kind][name]:>8.1f}"
+                f"{r['p99_ms']:>7.2f} {tails[kind][name]:>8.1f} "
+                f"{r.get('cpu_us_per_request', float('nan')):>10.0f}"
             )
+    peers = [peer for peer in servers if peer != "lab"]
     print("lab's req/s over each peer's, median of per-pass ratios (min-max over passes):")
-    print(f"{'':<9}" + "".join(f"{kind:<18}" for kind in KINDS))
-    for peer in servers:
-        if peer == "lab":
-            continue
+    print(f"{'':<9}" + "".join(f"{kind:<21}" for kind in KINDS))
+    for peer in peers:
         cells = []
         for kind in KINDS:
             r = report["ratios"][f"lab/{peer} {kind}"]
-            cells.append(f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})".ljust(18))
+            cells.append(f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})".ljust(21))
         print(f"{peer:<9}" + "".join(cells))
+    print("each peer's CPU per request over the lab's (requests a core serves, lab/peer):")
+    print(f"{'':<9}" + "".join(f"{kind:<21}" for kind in KINDS))
+    for peer in peers:
+        cells = [
+            f"{report['ratios'][f'lab/{peer} {kind}'].get('cpu_median', float('nan')):.2f}x"
+            for kind in KINDS
+        ]
+        print(f"{peer:<9}" + "".join(cell.ljust(21) for cell in cells))
     if "bare" in servers:
         print(
             "tail: lab's p99/p50 over bare's, median over passes (target 1.25x or less): "

@@ -138,3 +138,5 @@ function build() {
 
 const handler = createMcpHandler(build);
 http.createServer(toNodeHandler(handler)).listen(Number(port), '127.0.0.1');
+// Exit cleanly on a stop, so Node's exit hooks (profilers, for one) run.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(0));

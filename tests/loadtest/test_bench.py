@@ -136,3 +136,12 @@ def test_calibrate_smoke_reports_predicted_and_measured_side_by_side() -> None:
         assert row["measured"]["completed"] > 0 and row["measured"]["failed"] == 0
         assert set(row["ratio"]) == {"throughput_per_s", "p50_ms", "p95_ms"}
         assert row["predicted"]["throughput_per_s"] > 0
+
+
+def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() -> None:
+    from loadtest.held_compare import compare_held
+
+    report = compare_held(calls=60)  # more than the warm-up, so memory must grow
+    assert report["lab"]["rss_bytes_per_call"] > 0 and report["sdk"]["rss_bytes_per_call"] > 0
+    assert report["lab"]["object_graph_bytes_per_call"] > 0
+    assert report["lab/sdk"] > 0
