@@ -31,6 +31,8 @@ from server.tools.demo import demo_catalog
 
 #: The wire forms a load-test user can speak: the seed's methods and the released extension.
 WIRES = (SEED, EXTENSION)
+#: The messages that carry the user's answers to a task.
+ANSWER_METHODS = ("tasks/input_response", "tasks/update")
 #: What a status message says when another replica resumed the task.
 TAKEOVER_MARK = "Resumed on "
 
@@ -86,6 +88,9 @@ def _follow(caller: Caller, flow: TaskFlow, timeout_s: float) -> None:
     """Poll, answer and fetch until the task is done, lost, or `timeout_s` has passed."""
     record = caller.record
     deadline = time.monotonic() + timeout_s
+    # Whether an answer went out without a reply (its replica died mid-request): it may
+    # have been saved, and then the task is no longer waiting when the answer comes again.
+    answer_unconfirmed = False
     while (step := flow.next_step) != "done":
         if time.monotonic() > deadline:
             record.outcome, record.error = "lost", f"task not done after {timeout_s:g} s"
@@ -97,12 +102,19 @@ def _follow(caller: Caller, flow: TaskFlow, timeout_s: float) -> None:
             caller.sleep(flow.poll_interval_s)
         exchange = flow.next_exchange()
         headers, body = exchange.next_request()
+        retries = record.retries
         reply = caller.deliver(headers, body)
+        if exchange.method in ANSWER_METHODS:
+            answer_unconfirmed |= reply is None or record.retries > retries
         if reply is None:
             continue  # no replica answered, even after retries: keep trying to the deadline
         try:
             exchange.record(body, reply.status, reply.body, 0.0)
         except McpError as error:
+            if answer_unconfirmed and "not waiting for input" in error.message:
+                flow.input_responses = flow.input_requests = None  # the first copy landed
+                answer_unconfirmed = False
+                continue
             if error.http_status == 503:  # the store is away: wait it out
                 record.task["store_errors"] += 1
                 caller.sleep(flow.poll_interval_s)
@@ -112,5 +124,6 @@ def _follow(caller: Caller, flow: TaskFlow, timeout_s: float) -> None:
                 return
             raise
         flow.take(exchange)
+        answer_unconfirmed = answer_unconfirmed and exchange.method not in ANSWER_METHODS
         if str(flow.task.get("statusMessage") or "").startswith(TAKEOVER_MARK):
             record.task["taken_over"] = True

@@ -89,6 +89,53 @@ def test_task_totals_count_what_clients_saw() -> None:
     }
 
 
+class EchoTaskServer:
+    """A fake replica pair for the extension's echo task whose first answer is saved but
+    its reply lost (the replica died mid-request): the client's resend finds the task
+    no longer waiting."""
+
+    def __init__(self) -> None:
+        self.status = "input_required"
+        self.updates = 0
+
+    def __call__(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
+        method, rid = body["method"], body["id"]
+        task = {"taskId": "t1", "status": self.status, "pollIntervalMs": 1, "ttlMs": 60000}
+        if method == "tools/call":
+            result: dict[str, Any] = {"resultType": "task", **task}
+        elif method == "tasks/update":
+            self.updates += 1
+            if self.updates == 1:
+                self.status = "completed"  # saved, then the replica died before replying
+                return HttpReply(0, None, None)
+            error = {"code": -32602, "message": "Task t1 is completed, not waiting for input"}
+            return HttpReply(200, "r2", {"jsonrpc": "2.0", "id": rid, "error": error})
+        elif self.status == "input_required":
+            question = {"method": "elicitation/create", "params": {"requestedSchema": {}}}
+            result = {"resultType": "complete", **task, "inputRequests": {"echo_input": question}}
+        else:
+            echoed = {"content": [{"type": "text", "text": "Echo: hi"}]}
+            result = {"resultType": "complete", **task, "result": echoed}
+        return HttpReply(200, "r2", {"jsonrpc": "2.0", "id": rid, "result": result})
+
+
+def test_an_answer_whose_reply_was_lost_and_that_was_saved_is_not_a_failure() -> None:
+    server = EchoTaskServer()
+    rng = random.Random(3)
+    record = run_task_flow(
+        server,
+        "echo",
+        {},
+        arch="mrtr",
+        wire="extension",
+        think=ThinkTime(0, 0, rng),
+        rng=rng,
+        sleep=lambda s: None,
+    )
+    assert record.outcome == "completed", record.error
+    assert server.updates == 2 and record.retries == 1
+
+
 @needs_redis
 @pytest.mark.parametrize("fsync", ["everysec", "always"])
 def test_a_persistent_redis_killed_and_restarted_keeps_what_it_acknowledged(
