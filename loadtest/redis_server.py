@@ -5,11 +5,13 @@ Two ways to run it:
 - volatile (the default): no RDB, no AOF. The SSE + store architecture uses Redis as a
   message path and a session registry, not as a database; a restart loses what a
   replica holds anyway.
-- persistent (`data_dir` given): an append-only file in that folder, written before
-  Redis answers each command, so a killed and restarted Redis still has every task it
-  acknowledged. `fsync` decides only what a crash of the whole machine could take:
-  `everysec` up to a second of writes, `always` nothing. `maxmemory-policy noeviction`:
-  a full store refuses writes instead of silently dropping tasks.
+- persistent (`data_dir` given): an append-only file in that folder. Redis writes each
+  command to it (into the operating system's cache) before it answers, so a Redis
+  killed and restarted still has every task it acknowledged; with `everysec` the one
+  exception is a write Redis postpones (up to 2 s) while an earlier fsync lags. `fsync`
+  decides what a crash of the whole machine could take: `everysec` about a second of
+  writes, `always` nothing. `maxmemory-policy noeviction`: a full store refuses writes
+  instead of silently dropping tasks.
 """
 
 from __future__ import annotations
