@@ -67,8 +67,9 @@ class LoadTestConfig:
     task_lease_s: float = 2.0
     #: How long a client follows an acknowledged task before it counts the task as lost.
     task_timeout_s: float = 60.0
-    #: `appendfsync` of the task store's Redis (append-only file): `everysec` loses
-    #: nothing acknowledged when Redis alone dies, `always` not even when the machine does.
+    #: `appendfsync` of the task store's Redis (append-only file): with `everysec` a Redis
+    #: that dies alone keeps what it acknowledged (see `loadtest.redis_server`); `always`
+    #: keeps it even when the machine dies.
     #: `off` runs it without the file, to show what a volatile store loses in a restart.
     task_store_fsync: str = "everysec"
     #: Hash units per `crunch` call in the overload scenario.
