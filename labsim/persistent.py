@@ -155,7 +155,9 @@ class PersistentTools:
         }.get(outcome, LOST)
         self.architecture.finish(task.call, call_outcome)
 
-    def _request(self, call: Call, request_bytes: int) -> Generator[simpy.Event, object, object]:
+    def _request(
+        self, call: Call, request_bytes: int
+    ) -> Generator[simpy.Event, object, Replica | None]:
         """One request of the task's client through the balancer; the replica, or None."""
         architecture = self.architecture
         while True:
@@ -173,7 +175,7 @@ class PersistentTools:
         yield from architecture.execute(call, replica, self.overhead_s, False)
         return replica
 
-    def _create(self, task: Task) -> Generator[simpy.Event, object, object]:
+    def _create(self, task: Task) -> Generator[simpy.Event, object, Replica | None]:
         """`tools/call` with a task: the replica that stored it, or None if it never was."""
         call = task.call
         while True:
@@ -290,6 +292,7 @@ class PersistentTools:
     def _run(self, task: Task, replica: Replica, run: int) -> Generator[simpy.Event, object, None]:
         """One run of the task's handler on `replica`, in the background."""
         process = self.env.active_process
+        assert process is not None  # this generator runs as a SimPy process
         replica.attach(process)
         ended = yield from self._work(task, replica, run)
         replica.detach(process)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from labsim.autoscale import Autoscaler
-from labsim.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
+from labsim.faults import Fault, LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
 from labsim.params import ClusterParams, ParameterError, SimParams, TaskParams, WorkloadParams
 
 
@@ -62,7 +62,7 @@ def _idle_timeout() -> SimParams:
 PERSISTENT_SHARE = 0.2
 
 
-def _persistent(*faults: object) -> Callable[[], SimParams]:
+def _persistent(*faults: Fault) -> Callable[[], SimParams]:
     def build() -> SimParams:
         return SimParams(tasks=TaskParams(persistent_share=PERSISTENT_SHARE), faults=faults)
 
