@@ -308,8 +308,9 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def run_scenarios(args: argparse.Namespace) -> int:
     """`scenarios`: list the named scenarios."""
+    width = max(map(len, scenarios.SCENARIOS))
     for name in scenarios.SCENARIOS:
-        print(f"{name:16s} {scenarios.describe(name)}")
+        print(f"{name:{width}s}  {scenarios.describe(name)}")
     return 0
 
 
