@@ -37,6 +37,7 @@ TABLE_METRICS = (
     ("new_questions", "new questions (version skew)", 1),
     ("retries", "retried requests", 1),
     ("offloads", "offloads (progress handed on)", 1),
+    ("expired_states", "expired requestStates (asked anew)", 1),
     ("wasted_cpu_s", "wasted CPU (s)", 1),
     ("p50_latency_s", "p50 server latency (ms)", 1e-3),
     ("p95_latency_s", "p95 server latency (ms)", 1e-3),

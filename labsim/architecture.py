@@ -68,6 +68,7 @@ class Call:
         "bytes_out",
         "cpu",
         "cpu_s",
+        "expired_states",
         "first_replica",
         "index",
         "next_think",
@@ -108,6 +109,7 @@ class Call:
         self.answered_ever = 0
         self.answers = self.re_prompts = self.rounds = 0
         self.restarts = self.retries = self.offloads = self.store_ops = 0
+        self.expired_states = 0
         self.bytes_in = self.bytes_out = 0
         self.think_s = self.queue_wait_s = self.cpu_s = self.wasted_cpu_s = 0.0
 
@@ -149,6 +151,7 @@ class Call:
             self.restarts,
             self.retries,
             self.offloads,
+            self.expired_states,
             self.store_ops,
             self.bytes_in,
             self.bytes_out,

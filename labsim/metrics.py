@@ -37,6 +37,7 @@ CALL_COLUMNS = (
     "restarts",
     "retries",
     "offloads",
+    "expired_states",
     "store_ops",
     "bytes_in",
     "bytes_out",
@@ -247,6 +248,8 @@ def summarize(
         "state_losses": int(measured["restarts"].sum() + counts.get(LOST, 0)),
         "retries": int(measured["retries"].sum()),
         "offloads": int(measured["offloads"].sum()),
+        # requestStates refused as too old: the user was asked again from the start.
+        "expired_states": int(measured["expired_states"].sum()),
         "cpu_s": float(measured["cpu_s"].sum()),
         "wasted_cpu_s": float(measured["wasted_cpu_s"].sum()),
         "store_ops": int(measured["store_ops"].sum()),

@@ -8,7 +8,9 @@ and carries on. Nothing is held while the user thinks: no memory, no stream,
 no store. A crash only touches requests being worked on, and the client
 retries that round without asking the user anything again. During a rolling
 upgrade a round that lands on the new tool version keeps the answers carried in
-the state and asks only for the question that changed. An overloaded replica
+the state and asks only for the question that changed. A state older than its
+time to live (`StateParams.state_ttl_s`, the server's) is refused and the user is
+asked again from the first question (counted as `expired_states`). An overloaded replica
 can hand its half-done work back in `requestState` (load shedding), and another
 replica resumes it.
 """
@@ -21,7 +23,7 @@ import simpy
 from simpy import Interrupt
 
 from labsim.architecture import Architecture, Call, Shed
-from labsim.metrics import ABANDONED, COMPLETED, FAILED
+from labsim.metrics import ABANDONED, COMPLETED, FAILED, LOST
 from labsim.tools import questions_asked
 
 
@@ -120,4 +122,13 @@ class Mrtr(Architecture):
             yield env.timeout(think_s)
             call.think_s += think_s
             self.answer(call, question)
+            if answered and think_s > state.state_ttl_s:
+                # The state carrying the earlier answers expired while the user thought:
+                # the server asks again from the first question.
+                call.expired_states += 1
+                if call.expired_states > client.max_call_restarts:
+                    self.finish(call, LOST)
+                    return
+                answered = 0
+                continue
             answered |= question

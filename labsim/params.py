@@ -296,6 +296,7 @@ class StateParams:
     base_bytes: int = 300  # assumption: nonce, tag, key id, principal, expiry, digest, base64
     bytes_per_answer: int = 200  # assumption: one short answer, sealed and base64-encoded
     checkpoint_bytes: int = 4_096  # assumption: the progress of a half-done request
+    state_ttl_s: float = 600.0  # the server's --state-ttl-s default: older states are asked anew
     reexecution_fraction: float = 0.0  # assumption: earlier rounds not redone; 1 = rerun from top
 
     def __post_init__(self) -> None:
@@ -303,6 +304,7 @@ class StateParams:
             self, "seal_cpu_s", "open_cpu_s", "base_bytes", "bytes_per_answer", "checkpoint_bytes"
         )
         _check_non_negative(self, "reexecution_fraction")
+        _check_positive(self, "state_ttl_s")
 
 
 @dataclass(frozen=True)
