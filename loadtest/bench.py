@@ -31,7 +31,12 @@ from typing import Any
 
 import httpx
 
-from loadtest.microbench import in_process_microbench, print_state_report, seal_open_microbench
+from loadtest.microbench import (
+    in_process_microbench,
+    print_in_process,
+    print_state_report,
+    seal_open_microbench,
+)
 from loadtest.peers import typescript
 from loadtest.rounds import KINDS, call_body, headers_for, rounds_for
 from loadtest.rounds import check as check_rounds
@@ -297,8 +302,4 @@ def print_report(report: dict[str, Any]) -> None:
     if "request_state" in report:
         print_state_report(report["request_state"])
     if "in_process" in report:
-        ip = report["in_process"]
-        print(
-            f"in-process ASGI request: bare {ip['bare_round1_us']:.1f} us, lab "
-            f"{ip['lab_round1_us']:.1f} us (lab's own work {ip['lab_overhead_us']:.1f} us)"
-        )
+        print_in_process(report["in_process"])

@@ -74,10 +74,14 @@ def call_body(rid: int, tool: str = "get_weather", arguments: Any = None, **extr
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
-def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
-    """The result of one request; an HTTP or JSON-RPC error raises."""
+def post(url: str, body: dict[str, Any], http: Any = httpx) -> dict[str, Any]:
+    """The result of one request; an HTTP or JSON-RPC error raises.
+
+    `http` is anything with httpx's `post`: httpx itself, or a client of an app in process.
+    """
     tool = body["params"]["name"]
-    reply = httpx.post(url, json=body, headers=headers_for(tool), timeout=10)
+    bounded = {"timeout": 10} if http is httpx else {}  # an in-process client has its own
+    reply = http.post(url, json=body, headers=headers_for(tool), **bounded)
     reply.raise_for_status()
     document = reply.json()
     if "result" not in document:
@@ -93,7 +97,7 @@ def _state(result: dict[str, Any]) -> dict[str, Any]:
     return {"requestState": result["requestState"]} if "requestState" in result else {}
 
 
-def rounds_for(url: str, *, ceiling: bool = False) -> dict[str, Round]:
+def rounds_for(url: str, *, ceiling: bool = False, http: Any = httpx) -> dict[str, Round]:
     """Each round kind's body for the server at `url`, carrying that server's own state.
 
     `ceiling` is for the bare endpoint, which answers every body `complete`: it gets the
@@ -109,10 +113,10 @@ def rounds_for(url: str, *, ceiling: bool = False) -> dict[str, Round]:
         shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **placeholder)
         bodies = {"round1": weather, "seal": seal, "open": open_, "shed": shed}
         return {k: Round(k, b["params"]["name"], b, "complete") for k, b in bodies.items()}
-    sealed = post(url, seal)
+    sealed = post(url, seal, http)
     answered = {"duplicate_of": _accept(duplicateOfId=17)}
     open_ = call_body(4, "update_work_item", WORK_ITEM, inputResponses=answered, **_state(sealed))
-    shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **_state(post(url, crunch)))
+    shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **_state(post(url, crunch, http)))
     return {
         "round1": Round("round1", "get_weather", weather, "input_required"),
         "seal": Round("seal", "update_work_item", seal, "input_required"),

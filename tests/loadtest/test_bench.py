@@ -145,3 +145,12 @@ def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() 
     assert report["lab"]["rss_bytes_per_call"] > 0 and report["sdk"]["rss_bytes_per_call"] > 0
     assert report["lab"]["object_graph_bytes_per_call"] > 0
     assert report["lab/sdk"] > 0
+
+
+def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None:
+    from loadtest.microbench import in_process_microbench
+
+    report = in_process_microbench(number=50)
+    assert set(report) == set(KINDS)
+    for kind in KINDS:
+        assert report[kind]["bare_us"] > 0 and report[kind]["lab_us"] > 0
