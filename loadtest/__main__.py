@@ -8,7 +8,7 @@
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette and the SDKs, with wrk
     python -m loadtest bench --state              # requestState seal + open vs raw AES-GCM
     python -m loadtest bench --held 200           # a waiting legacy call's memory, lab vs SDK
-    python -m loadtest calibrate [--json out.json]  # labsim's predictions vs the live cluster
+    python -m loadtest calibrate --arch mrtr [--json out.json]  # live vs labsim, 3 loads
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
 """
 
@@ -169,10 +169,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from loadtest.calibrate import DEFAULT_LEVELS, print_calibration, run_calibration
+    from loadtest.calibrate import print_calibration, run_calibration
 
-    levels = tuple(args.levels) if args.levels else DEFAULT_LEVELS
-    report = run_calibration(levels, duration_s=args.duration_s)
+    report = run_calibration(
+        args.arch, duration_s=args.duration_s, probe_s=args.probe_s, upgrade_s=args.upgrade_s
+    )
     _write(report, args.json)
     print_calibration(report)
     return 0
@@ -279,8 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", default=None, help="write the report here")
     bench.set_defaults(run=cmd_bench)
     calibrate = sub.add_parser("calibrate", help="the simulation against the live cluster")
-    calibrate.add_argument("--levels", type=float, nargs="+", default=None, metavar="CALLS_S")
-    calibrate.add_argument("--duration", dest="duration_s", type=float, default=12.0)
+    calibrate.add_argument("--arch", choices=ARCHITECTURES, default="mrtr")
+    calibrate.add_argument("--duration", dest="duration_s", type=float, default=15.0)
+    calibrate.add_argument("--probe", dest="probe_s", type=float, default=15.0)
+    calibrate.add_argument("--upgrade", dest="upgrade_s", type=float, default=16.0,
+                           help="seconds of the rolling-upgrade run; 0 skips it")  # fmt: skip
     calibrate.add_argument("--json", default=None, help="write the report here")
     calibrate.set_defaults(run=cmd_calibrate)
     measure = sub.add_parser("measure", help="measure the simulation's inputs on live replicas")

@@ -74,6 +74,8 @@ class LoadTestConfig:
     task_store_fsync: str = "everysec"
     #: Hash units per `crunch` call in the overload scenario.
     crunch_units: int = 200_000
+    #: CPU milliseconds a `quote` call spends in each round (calibration's workload).
+    quote_cpu_ms: float = 2.0
     #: In-flight requests above which a replica sheds `crunch` (overload scenario).
     shed_in_flight: int = 2
     #: Retries of one round (MRTR) or restarts of one call (legacy) before it counts as lost.

@@ -132,7 +132,9 @@ class FlowUser(FastHttpUser):
         in the configured wire form, against the shared task store.
         """
         tool = self.pick_tool()
-        arguments = tool_arguments(tool, self.rng, CONFIG.crunch_units, CONFIG.provision_s)
+        arguments = tool_arguments(
+            tool, self.rng, CONFIG.crunch_units, CONFIG.provision_s, CONFIG.quote_cpu_ms
+        )
         options = {
             "think": self.think,
             "rng": self.rng,

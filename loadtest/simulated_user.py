@@ -13,7 +13,11 @@ Sleep = Callable[[float], None]
 
 
 def tool_arguments(
-    tool: str, rng: random.Random, crunch_units: int = 0, provision_s: float = 2.0
+    tool: str,
+    rng: random.Random,
+    crunch_units: int = 0,
+    provision_s: float = 2.0,
+    quote_cpu_ms: float = 0.0,
 ) -> dict[str, Any]:
     """Arguments for a demo tool, as a varied user population would send them."""
     if tool == "get_weather":
@@ -24,6 +28,8 @@ def tool_arguments(
         return {"country": rng.choice(["France", "Peru", "Japan", "Kenya"])}
     if tool == "crunch":
         return {"units": crunch_units}
+    if tool == "quote":
+        return {"cpu_ms": quote_cpu_ms}
     if tool == "provision_vm":
         return {"name": f"vm-{rng.randint(1, 99999)}", "seconds": provision_s}
     return {}

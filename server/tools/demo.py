@@ -17,6 +17,7 @@ from server.protocol.content import prompt_result, resource_result, tool_result
 from server.protocol.inputs import elicitation, sampling
 from server.protocol.jsonrpc import invalid_params
 from server.tools.crunch import CRUNCH_MAX_UNITS, crunch
+from server.tools.quote import QUOTE_SCHEMA, quote
 
 LOGIN_SCHEMA = {
     "type": "object",
@@ -262,6 +263,12 @@ def demo_catalog(tool_version: int = 1) -> Catalog:
             "required": ["units"],
         },
     )(crunch)
+    catalog.tool(
+        "quote",
+        "A price quote that takes computing: asks for your GitHub login and spends cpu_ms of "
+        "CPU in each round, as a tool that parses, validates and prices would.",
+        QUOTE_SCHEMA,
+    )(quote)
     catalog.tool(
         "echo",
         "The seed's persistent-tool example: asks for a string (echo_input) and echoes it. "

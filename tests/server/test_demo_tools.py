@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import pytest
 
 from server.app import create_app
 from server.client import Handlers, MrtrClient, accept, decline
+from server.tools import quote
 from server.tools.crunch import crunch_start, crunch_units
+from server.tools.quote import spend_cpu
 from tests.server.conftest import make_config, user_answers
 
 
@@ -94,6 +99,26 @@ def test_ask_capital_asks_login_and_llm_in_one_round(client: MrtrClient) -> None
     text = requests["capital"]["params"]["messages"][0]["content"]["text"]
     assert text == "What is the capital of France?"
     assert "Paris" in done.text
+
+
+def test_quote_spends_its_cpu_once_in_each_round(
+    client: MrtrClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spent: list[float] = []
+    monkeypatch.setattr(quote, "spend_cpu", spent.append)
+    exchange = client.exchange("tools/call", {"name": "quote", "arguments": {"cpu_ms": 3}})
+    assert client.send(exchange) is False  # asks github_login
+    assert spent == [3]
+    exchange.answer({"github_login": accept(name="octocat")})
+    assert client.send(exchange) is True
+    assert spent == [3, 3]  # the retry does not redo the first round's work
+    assert "octocat" in exchange.text
+
+
+def test_spend_cpu_uses_at_least_that_much_cpu_time() -> None:
+    started = time.process_time()
+    spend_cpu(20)
+    assert time.process_time() - started >= 0.020
 
 
 def test_crunch_without_shedding_completes_in_one_round(client: MrtrClient) -> None:
