@@ -9,8 +9,9 @@ keeps the call's record. What the summary counts comes from what the client saw:
   refused is a failed call that never became a task);
 - lost: an acknowledged task that is gone ("Task not found"), or that is not done within
   `timeout_s`;
-- taken_over: the task was resumed on another replica after its own stopped (its status
-  message said so, or its result names more than one replica).
+- taken_over: the task was resumed after its run stopped (its replica died, or the store
+  refused its checkpoint): its status message said so, or its result names more runs
+  than one.
 
 While the client follows an acknowledged task, a round no replica answers (a crash) is
 sent again, and a store error (HTTP 503, the store restarting) is waited out at the poll
@@ -59,8 +60,13 @@ def run_task_flow(
     """One tool call as a task: create it (MRTR rounds first, if the tool asks), then poll,
     answer and fetch until it is done."""
     record = CallRecord(tool=tool, arch=arch, started=time.time())
-    record.task = {"wire": wire, "id": None, "status": None, "taken_over": False}
-    record.task["store_errors"] = 0
+    record.task = {
+        "wire": wire,
+        "id": None,
+        "status": None,
+        "taken_over": False,
+        "store_errors": 0,
+    }
     caller = Caller(post, record, think, rng, max_retries, sleep)
     flow = TaskFlow(wire, task_capabilities(USER_CAPABILITIES, wire))
     creation = flow.create(tool, arguments, ttl_ms=None, max_rounds=16)
@@ -79,7 +85,7 @@ def run_task_flow(
     caller.finish()
     if record.outcome == "completed":
         check_result(record, flow.result or {}, arguments)
-        if len(set(record.detail.get("replicas", []))) > 1:
+        if len(record.detail.get("replicas", [])) > 1:  # one entry per run: it was resumed
             record.task["taken_over"] = True
     return record
 
