@@ -20,8 +20,8 @@ import pandas as pd
 from scipy import stats
 from tqdm.auto import tqdm
 
-from labsim import scenarios as scenario_catalogue
 from labsim.params import ParameterError, SimParams
+from labsim.scenarios import SCENARIOS, build
 from labsim.simulation import ARCHITECTURES, simulate
 
 # Per-run metrics that are not single numbers, left out of means and intervals.
@@ -161,14 +161,14 @@ def compare(
     replications. `overrides` change scenario parameters by name
     (`replicas=8`, `drain_timeout_s=300`).
     """
-    names = list(scenario_catalogue.SCENARIOS) if scenario is None else scenario
+    names = list(SCENARIOS) if scenario is None else scenario
     names = [names] if isinstance(names, str) else list(names)
     for architecture in architectures:
         if architecture not in ARCHITECTURES:
             raise ParameterError(f"unknown architecture {architecture!r}")
     seeds = replication_seeds(seed, replications)
     specs = [
-        RunSpec(scenario_catalogue.build(name, **overrides), arch, s, (("scenario", name),))
+        RunSpec(build(name, **overrides), arch, s, (("scenario", name),))
         for name in names
         for arch in architectures
         for s in seeds
@@ -193,7 +193,7 @@ def sweep(
     seeds = replication_seeds(seed, replications)
     specs = [
         RunSpec(
-            scenario_catalogue.build(scenario, **{**overrides, parameter: value}),
+            build(scenario, **{**overrides, parameter: value}),
             arch,
             s,
             ((parameter, value),),
