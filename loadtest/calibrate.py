@@ -218,11 +218,14 @@ def run_calibration(
     legacy = arch != "mrtr"
     progress(f"probe: {PROBE_RATE_PER_S:g} calls/s for {probe_s:g} s")
     probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s), progress)
-    # quote: two rounds a call. The replica's busy time per call sets the levels.
+    # quote: two rounds a call. The replica's busy time per call sets the levels; each
+    # level's rate comes from the service time the last run measured, as a busier replica
+    # waits less often for a CPU and so takes less time per round.
     busy_per_call_s = 2 * max(probe["service_s"], 1e-6)
-    rates = [u / busy_per_call_s for u in utilizations]
-    measured = []
-    for u, rate in zip(utilizations, rates, strict=True):
+    measured: list[dict[str, Any]] = []
+    for u in utilizations:
+        service_s = measured[-1]["service_s"] if measured else probe["service_s"]
+        rate = u / (2 * service_s if service_s > 0 else busy_per_call_s)  # NaN: none served
         progress(f"level {u:.0%}: {rate:.1f} calls/s for {duration_s:g} s")
         measured.append(run_level(level_config(arch, rate, duration_s), progress))
     stretches = [CpuStretch(**lv["cpu"]) for lv in (probe, *measured)]

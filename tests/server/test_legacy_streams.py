@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,6 +18,7 @@ import pytest
 import uvicorn
 from mcp import Client, types
 
+from loadtest.held_memory import measure_held_calls
 from server.app import create_app
 from server.client import (
     AsyncLegacyClient,
@@ -246,67 +246,11 @@ def test_deleting_the_session_ends_its_held_calls(replica: str) -> None:
 
 def test_the_memory_estimate_is_of_the_order_of_the_measured_working_set() -> None:
     """Hold many calls in a replica process; compare its RSS growth with the estimate."""
-    calls = 200
-
-    async def hold_many(server: ServerProcess) -> tuple[float, float]:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
-            client = AsyncLegacyClient(server.url, http=http, handlers=user_answers())
-            await client.initialize()
-            asked = asyncio.Event()
-            waiting: list[int] = []
-
-            async def hold(i: int) -> None:
-                exchange = client.exchange(
-                    "tools/call", {"name": "get_weather", "arguments": {"location": f"c{i}"}}
-                )
-                headers, body = exchange.next_request()
-                async with http.stream("POST", server.url, json=body, headers=headers) as response:
-                    async for line in response.aiter_lines():
-                        if exchange.feed_line(line) is not None:
-                            waiting.append(i)
-                            if len(waiting) == calls:
-                                asked.set()
-                            await asyncio.sleep(60)
-
-            warm = [asyncio.create_task(hold(i)) for i in range(20)]
-            await wait_async(lambda: len(waiting) == 20)
-            for task in warm:
-                task.cancel()
-            await asyncio.gather(*warm, return_exceptions=True)
-            await wait_async(lambda: health(server.base_url)["waiting_calls"] == 0)
-            waiting.clear()
-            before = rss_bytes(server.pid)
-            held = [asyncio.create_task(hold(i)) for i in range(calls)]
-            await asyncio.wait_for(asked.wait(), 20)
-            await wait_async(lambda: health(server.base_url)["waiting_calls"] == calls)
-            grown = (rss_bytes(server.pid) - before) / calls
-            estimate = health(server.base_url)["waiting_memory_bytes"] / calls
-            for task in held:
-                task.cancel()
-            await asyncio.gather(*held, return_exceptions=True)
-            return grown, estimate
-
     with ServerProcess() as server:
-        grown, estimate = asyncio.run(hold_many(server))
+        held = measure_held_calls(server.base_url, server.pid, 200)
+    grown, estimate = held["rss_bytes_per_call"], held["object_graph_bytes_per_call"]
     print(
         f"\nheld get_weather call: RSS +{grown / 1024:.1f} KiB, estimate {estimate / 1024:.1f} KiB"
     )
     # The estimate counts the call's objects, not the HTTP server's connection buffers.
     assert grown / 10 < estimate < grown * 1.5
-
-
-async def wait_async(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not met in time")
-        await asyncio.sleep(0.05)
-
-
-def rss_bytes(pid: int | None) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
