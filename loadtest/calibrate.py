@@ -332,6 +332,7 @@ def run_upgrade(
         upgrade_at_s=UPGRADE_AT_S,
         drain_timeout_s=UPGRADE_DRAIN_TIMEOUT_S,
         restart_s=restart,
+        calls_per_session=duration_s / PACING_S,
     )
     return {
         "rate_per_s": rate,

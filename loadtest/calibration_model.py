@@ -92,14 +92,24 @@ def predict_upgrade(
     upgrade_at_s: float,
     drain_timeout_s: float,
     restart_s: float,
+    calls_per_session: float = 1.0,
     seeds: int = 5,
 ) -> dict[str, float]:
-    """Lost calls and re-prompts of a simulated rolling upgrade, mean over seeds."""
+    """Lost calls and re-prompts of a simulated rolling upgrade, mean over seeds.
+
+    A live user is one session for the whole run (one sticky cookie), so the simulated
+    sessions last `duration_s` and hold `calls_per_session` calls.
+    """
     upgrade = RollingUpgrade(
         at_s=upgrade_at_s, drain_timeout_s=drain_timeout_s, restart_s=restart_s
     )
     params = base_params(inputs, replicas).with_overrides(
-        arrival_rate_per_s=rate_per_s, horizon_s=duration_s, warmup_s=0.0, faults=(upgrade,)
+        arrival_rate_per_s=rate_per_s,
+        horizon_s=duration_s,
+        warmup_s=0.0,
+        faults=(upgrade,),
+        calls_per_session=max(1.0, calls_per_session),
+        session_s=duration_s,
     )
     runs = [simulate(params, arch, seed=seed).summary for seed in range(1, seeds + 1)]
     return {
