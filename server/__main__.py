@@ -83,6 +83,24 @@ def _serve(argv: list[str]) -> int:
         metavar="S",
         help="how long a sealed requestState stays valid; a later retry is asked again",
     )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a page origin (scheme://host[:port]) allowed to call; repeatable",
+    )
+    parser.add_argument(
+        "--require-auth", action="store_true", help="refuse callers without a bearer token"
+    )
+    parser.add_argument(
+        "--jwt-allow-no-exp", action="store_true", help="accept tokens that never expire"
+    )
+    parser.add_argument(
+        "--allow-development-keys",
+        action="store_true",
+        help="serve beyond loopback with the public development key and secret",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -99,6 +117,10 @@ def _serve(argv: list[str]) -> int:
             task_lease_s=args.task_lease_s,
             task_list_page_size=args.task_list_page_size,
             loopback_only=_is_loopback(args.host),
+            allowed_origins=tuple(args.allow_origin),
+            require_auth=args.require_auth,
+            jwt_allow_no_exp=args.jwt_allow_no_exp,
+            allow_development_keys=args.allow_development_keys,
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,
             legacy_keepalive_interval_s=args.legacy_keepalive_s,

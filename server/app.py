@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -41,9 +42,10 @@ from server.tasks.worker import TaskWorker, sweep_periodically
 from server.tools.conformance import add_conformance_fixtures
 from server.tools.demo import demo_catalog
 from server.transport import streamable as transport
-from server.transport.auth import Authenticator
+from server.transport.auth import ANONYMOUS, Authenticator
 from server.transport.guard import Guard, Refused
 
+log = logging.getLogger("server")
 #: Methods whose handlers may send progress or log notifications before their result.
 STREAMING_METHODS = {"tools/call", "prompts/get", "resources/read"}
 
@@ -78,7 +80,12 @@ class McpServer:
         self.dispatcher = dispatcher = Dispatcher(self.metrics)
         self.metrics.in_flight.set_function(lambda: dispatcher.in_flight)
         self.draining = False
-        self.guard = Guard(Authenticator(config.jwt_secret), loopback_only=config.loopback_only)
+        self.guard = Guard(
+            Authenticator(config.jwt_secret, require_exp=not config.jwt_allow_no_exp),
+            loopback_only=config.loopback_only,
+            allowed_origins=config.allowed_origins,
+            require_auth=config.require_auth,
+        )
         self.sealer = StateSealer(config.state_keys, config.state_ttl_s)
         self.replica = Replica(
             replica_id=config.replica_id,
@@ -119,6 +126,7 @@ class McpServer:
             self.task_worker,
             result_wait_s=config.task_result_wait_s,
             list_page_size=config.task_list_page_size,
+            anonymous=ANONYMOUS,
         )
         self.methods = Methods(
             self.catalog,
@@ -137,9 +145,8 @@ class McpServer:
 
     async def post(self, request: Request) -> Response:
         """Serve one JSON-RPC message POSTed to /mcp."""
-        headers = transport.request_headers(request)
         try:
-            principal = self.guard.admit(headers)
+            headers, principal = self.guard.admit_request(request)
         except Refused as refused:
             return refused.response
         try:
@@ -187,6 +194,12 @@ class McpServer:
             )
             self.metrics.count_request(label, "error")
             return transport.error_response(jsonrpc.request_id_of(payload), error)
+        except Exception:
+            # A bug must not reset the connection: the client gets a JSON-RPC error.
+            log.exception("internal error serving a request")
+            self.metrics.count_request("other", "error")
+            internal = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
+            return transport.error_response(jsonrpc.request_id_of(payload), internal)
 
     def _check_version(self, headers: Mapping[str, str], message: Message) -> dict[str, Any]:
         version = rules.header(headers, rules.VERSION_HEADER)
@@ -254,7 +267,7 @@ class McpServer:
         if not ends_legacy_session(request.headers):
             return await self.not_allowed(request)
         try:
-            principal = self.guard.admit(transport.request_headers(request))
+            _, principal = self.guard.admit_request(request)
         except Refused as refused:
             return refused.response
         return await self.legacy.delete(request, principal)

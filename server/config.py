@@ -132,8 +132,19 @@ class ServerConfig:
     task_list_page_size: int = 50
     #: Cache hint for list results (tools/list, prompts/list, ...), milliseconds.
     list_ttl_ms: int = 60_000
-    #: Reject requests whose Host/Origin is not local while bound to loopback (DNS rebinding).
+    #: Bound to loopback: Host must name this machine (DNS rebinding), and pages on this
+    #: machine may call (their Origin is allowed). Set from the bind address.
     loopback_only: bool = True
+    #: Origins (`scheme://host[:port]`) of pages allowed to call, besides this machine's on a
+    #: loopback bind. Any other Origin is refused, and `Origin: null` always is.
+    allowed_origins: tuple[str, ...] = ()
+    #: Refuse callers without a bearer token (HTTP 401) instead of serving them anonymously.
+    require_auth: bool = False
+    #: Accept bearer tokens without an `exp` claim (by default a token must expire).
+    jwt_allow_no_exp: bool = False
+    #: Serve with the public development key or secret on a non-loopback bind (by default the
+    #: server refuses to start: anyone could forge state and tokens with them).
+    allow_development_keys: bool = False
     #: Where legacy (2025-11-25) sessions and pending answers live: `memory` (this process
     #: only, so answers must reach the replica holding the stream: a sticky load balancer) or
     #: a Redis URL such as `redis://127.0.0.1:6379/0` (shared by every replica).
@@ -179,3 +190,19 @@ class ServerConfig:
                 raise ConfigError(f"{name} must be positive")
         if not self.state_keys:
             raise ConfigError("at least one state key is needed")
+        public = self.public_development_settings()
+        if public and not self.loopback_only and not self.allow_development_keys:
+            raise ConfigError(
+                f"refusing to serve beyond loopback with the public development "
+                f"{' and '.join(public)}: set them (or pass --allow-development-keys)"
+            )
+
+    def public_development_settings(self) -> list[str]:
+        """Which settings still hold the public development values, by environment name."""
+        development_key = base64.b64decode(DEV_STATE_KEY)
+        public = []
+        if any(key.key_bytes == development_key for key in self.state_keys):
+            public.append("MRTR_STATE_KEYS")
+        if self.jwt_secret == DEV_JWT_SECRET:
+            public.append("MRTR_JWT_SECRET")
+        return public

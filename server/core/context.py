@@ -73,6 +73,10 @@ class Channel(Protocol):
         ...
 
 
+#: Answers a stateless retry may carry beyond those its handler used (see `to_carry`).
+UNASKED_CARRY_LIMIT = 8
+
+
 class MrtrChannel:
     """Answers from this round's `inputResponses` and from earlier rounds' requestState.
 
@@ -94,14 +98,23 @@ class MrtrChannel:
         self.client_capabilities = client_capabilities
         self.used: dict[str, Any] = {}
 
-    def to_carry(self) -> dict[str, Any]:
-        """Every answer the user has given in this logical request, for the next state.
+    def to_carry(self, asked: set[str] | None) -> dict[str, Any]:
+        """Every answer the user gave in this logical request to a question asked, for the
+        next state.
 
         Not only the answers this handler used: during a rolling upgrade the retry may land
         on an older version that still wants an answer the newer one dropped (the seed's
-        `google_login`), and nothing the user said should be lost either way.
+        `google_login`), and nothing the user said should be lost either way. But only
+        answers to questions the server asked (`asked`, from the state): keys nobody asked
+        for are not sealed, so a client cannot inflate the state. A retry with no state to
+        say what was asked keeps at most `UNASKED_CARRY_LIMIT` such answers.
         """
-        return {**self.carried, **self.responses, **self.used}
+        unused = {k: v for k, v in self.responses.items() if k not in self.used}
+        if asked is not None:
+            unused = {k: v for k, v in unused.items() if k in asked}
+        elif len(unused) > UNASKED_CARRY_LIMIT:
+            unused = {}
+        return {**self.carried, **unused, **self.used}
 
     async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
         answers: dict[str, Any] = {}

@@ -191,6 +191,11 @@ class LegacyEra:
             return transport.error_response(jsonrpc.request_id_of(payload), error)
         except RpcError as error:
             return transport.error_response(jsonrpc.request_id_of(payload), error)
+        except Exception:
+            # A bug must not reset the connection: the client gets a JSON-RPC error.
+            log.exception("internal error serving a legacy request")
+            internal = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
+            return transport.error_response(jsonrpc.request_id_of(payload), internal)
 
     async def delete(self, request: Request, principal: str) -> Response:
         """End a session (DELETE with its id): its held calls stop, later requests get 404."""
@@ -309,7 +314,7 @@ class LegacyEra:
         params = message.params
         if message.method == "logging/setLevel":
             level = params.get("level")
-            if level not in LOG_LEVELS:
+            if not isinstance(level, str) or level not in LOG_LEVELS:
                 raise invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}")
             session.log_level = level
         else:

@@ -15,6 +15,7 @@ Nothing is kept on the server between rounds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from server.core.call import Call, Invocation
@@ -46,7 +47,9 @@ class MrtrAttempt:
         self.max_rounds = max_rounds
         self.max_request_state_bytes = max_request_state_bytes
 
-    def open_state(self, params: dict[str, Any], origin: Origin) -> tuple[int, dict, dict] | None:
+    def open_state(
+        self, params: dict[str, Any], origin: Origin
+    ) -> tuple[int, dict, dict, set[str] | None] | None:
         """(rounds so far, carried answers, tool state) from the echoed requestState.
 
         None when the state is too old to use: expired, or sealed with a key this replica
@@ -56,7 +59,7 @@ class MrtrAttempt:
         failure (tampered, another principal's, another request's) is an error.
         """
         if "requestState" not in params:
-            return 0, {}, {}
+            return 0, {}, {}, None
         token = params["requestState"]
         if isinstance(token, str) and len(token) > self.max_request_state_bytes:
             self.metrics.state_failures.labels("too_large").inc()
@@ -71,7 +74,7 @@ class MrtrAttempt:
                 self.metrics.state_restarts.labels(exc.reason).inc()
                 return None
             raise invalid_params(f"Invalid requestState: {exc}", {"reason": exc.reason}) from exc
-        return opened.round, opened.answers, opened.tool_state
+        return opened.round, opened.answers, opened.tool_state, opened.asked
 
     async def __call__(self, call: Call, invocation: Invocation) -> dict[str, Any]:
         """Run one attempt of the handler: its result, complete or input_required."""
@@ -87,8 +90,8 @@ class MrtrAttempt:
         if opened is None:
             # Start again: the answers sent with a stale state reply to questions of a
             # round the server no longer knows, so they are dropped too.
-            opened, responses = (0, {}, {}), {}
-        rounds, carried, tool_state = opened
+            opened, responses = (0, {}, {}, None), {}
+        rounds, carried, tool_state, was_asked = opened
         channel = MrtrChannel(carried, responses, call.client_capabilities)
         ctx = Context(
             call,
@@ -107,16 +110,20 @@ class MrtrAttempt:
                 "inputRequests": {k: r.to_wire() for k, r in asked.requests.items()},
             }
             # The seed's first round carries no state when there is nothing to carry.
-            carry = channel.to_carry()
+            carry = channel.to_carry(was_asked)
             if carry or ctx.state:
-                out["requestState"] = self._seal(origin, rounds + 1, carry, ctx.state)
+                out["requestState"] = self._seal(
+                    origin, rounds + 1, carry, ctx.state, asked=asked.requests
+                )
             return out
         except Offload:
             # Shedding moves work, it asks the user nothing: it does not use up input rounds.
             self.metrics.offloaded.inc()
             return {
                 "resultType": "input_required",
-                "requestState": self._seal(origin, rounds, channel.to_carry(), ctx.state),
+                "requestState": self._seal(
+                    origin, rounds, channel.to_carry(was_asked), ctx.state, asked=was_asked or ()
+                ),
             }
         except BecomeTask as switch:
             # Ephemeral then persistent: what this attempt learnt goes into the new task.
@@ -126,11 +133,26 @@ class MrtrAttempt:
         return result
 
     def _seal(
-        self, origin: Origin, rounds: int, answers: dict[str, Any], tool_state: dict[str, Any]
+        self,
+        origin: Origin,
+        rounds: int,
+        answers: dict[str, Any],
+        tool_state: dict[str, Any],
+        *,
+        asked: Iterable[str],
     ) -> str:
         if rounds >= self.max_rounds:
             raise invalid_params(
                 f"this request needed more than {self.max_rounds} input rounds; start again"
             )
+        token = self.sealer.seal(
+            origin, round=rounds, answers=answers, tool_state=tool_state, asked=asked
+        )
+        if len(token) > self.max_request_state_bytes:
+            # The retry would be refused: better to say so now than to hand it out.
+            self.metrics.state_failures.labels("too_large_to_issue").inc()
+            raise invalid_params(
+                f"this request's state outgrew {self.max_request_state_bytes} bytes; start again"
+            )
         self.metrics.states_sealed.inc()
-        return self.sealer.seal(origin, round=rounds, answers=answers, tool_state=tool_state)
+        return token

@@ -118,6 +118,8 @@ class OpenedState(NamedTuple):
     round: int
     answers: dict[str, Any]
     tool_state: dict[str, Any]
+    #: The questions the round that sealed it asked (None for an older state).
+    asked: set[str] | None = None
 
 
 class StateSealer:
@@ -154,8 +156,13 @@ class StateSealer:
         round: int,
         answers: dict[str, Any],
         tool_state: dict[str, Any],
+        asked: Iterable[str] = (),
     ) -> str:
-        """Seal the state of one logical request after `round` rounds."""
+        """Seal the state of one logical request after `round` rounds.
+
+        `asked` names the questions this round asks, so the retry can tell an answer to
+        them from keys nobody asked for.
+        """
         document = {
             "sub": origin.principal,
             "exp": int(self._clock() + self._ttl_s),
@@ -165,6 +172,7 @@ class StateSealer:
             "r": round,
             "a": answers,
             "s": tool_state,
+            "q": sorted(asked),
         }
         plaintext = _dump(document)
         nonce = _NONCES.take()
@@ -209,4 +217,7 @@ class StateSealer:
         # "expired", which the server answers by asking again rather than with an error.
         if document["exp"] < self._clock():
             raise StateError("expired", "requestState has expired; start the request again")
-        return OpenedState(kid, document["r"], document["a"], document["s"])
+        asked = document.get("q")  # absent from states sealed before it was recorded
+        return OpenedState(
+            kid, document["r"], document["a"], document["s"], None if asked is None else set(asked)
+        )

@@ -74,12 +74,38 @@ class Response:
     error: Any = None
 
 
+#: Deepest nesting of arrays and objects a message may have. Real messages stay under
+#: ten levels; a thousand would exhaust the recursion of whatever walks them later.
+MAX_DEPTH = 64
+#: Bodies shorter than this cannot nest beyond MAX_DEPTH, so they are not walked.
+_DEPTH_CHECK_BYTES = 2 * MAX_DEPTH
+
+
 def decode(body: bytes) -> Any:
-    """Parse a body as JSON, or raise a parse error (-32700)."""
+    """Parse a body as JSON, or raise a parse error (-32700); too deep is -32600."""
     try:
-        return orjson.loads(body)
+        payload = orjson.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise RpcError(PARSE_ERROR, "Parse error: body is not valid JSON", http_status=400) from exc
+    if len(body) > _DEPTH_CHECK_BYTES and nested_deeper_than(payload, MAX_DEPTH):
+        raise RpcError(
+            INVALID_REQUEST,
+            f"Invalid request: nested more than {MAX_DEPTH} levels deep",
+            http_status=400,
+        )
+    return payload
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether arrays and objects in `value` nest more than `limit` levels (no recursion)."""
+    stack = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def json_object(text: str | bytes | None) -> dict[str, Any] | None:

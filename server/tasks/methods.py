@@ -79,11 +79,15 @@ class TaskMethods:
         *,
         result_wait_s: float,
         list_page_size: int = 50,
+        anonymous: str | None = None,
     ) -> None:
         self.store = store
         self.worker = worker
         self.result_wait_s = result_wait_s
         self.list_page_size = list_page_size
+        #: The principal of callers without a token. They all share it, so their tasks are
+        #: never listed: each is reachable only by its unguessable id.
+        self.anonymous = anonymous
         self.table: dict[str, Method] = {
             name: _guarded(method)
             for name, method in {
@@ -201,6 +205,8 @@ class TaskMethods:
         """
         self._seed_only(call)
         after = page_after(call.message.params.get("cursor"))
+        if call.principal == self.anonymous:
+            return {"resultType": "complete", "tasks": []}
         records = sorted(await self.store.list_for(call.principal), key=_list_order)
         if after is not None:
             records = [r for r in records if _list_order(r) > after]

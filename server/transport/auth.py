@@ -22,8 +22,10 @@ class AuthError(Exception):
 class Authenticator:
     """Turns Authorization headers into principals, remembering tokens already verified."""
 
-    def __init__(self, secret: str, *, cache_size: int = 4096) -> None:
+    def __init__(self, secret: str, *, require_exp: bool = True, cache_size: int = 4096) -> None:
         self._secret = secret
+        # A token without an expiry is valid forever once leaked: refused unless relaxed.
+        self._required_claims = ["sub", "exp"] if require_exp else ["sub"]
         self._cache: dict[str, tuple[str, float]] = {}
         self._cache_size = cache_size
 
@@ -40,7 +42,10 @@ class Authenticator:
             return cached[0]
         try:
             claims = jwt.decode(
-                token, self._secret, algorithms=["HS256"], options={"require": ["sub"]}
+                token,
+                self._secret,
+                algorithms=["HS256"],
+                options={"require": self._required_claims},
             )
         except jwt.PyJWTError as exc:
             raise AuthError(f"invalid token: {exc}") from exc

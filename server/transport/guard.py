@@ -1,21 +1,38 @@
 """The door of /mcp: which requests may come in at all, and on whose behalf.
 
 Every request to /mcp passes here first, whatever its method or era (POST and DELETE
-alike): Host and Origin must name this machine on a loopback bind (DNS-rebinding
-protection), and an `Authorization` header, when present, must prove a principal. A
-refusal is a finished HTTP response: 403, or 401 with `WWW-Authenticate`.
+alike):
+
+- its `Mcp-*` headers, and those that name a host, an origin or a caller, appear once (a
+  repeated routing header could pass a gateway on its first copy and the server on its
+  last);
+- a browser page's `Origin` must be allowed: one listed in `allowed_origins`, or one on
+  this machine while the server is bound to loopback. `Origin: null` (sandboxed frames,
+  files) is never allowed. Clients that are not browsers send no Origin;
+- on a loopback bind, `Host` must name this machine (DNS-rebinding protection);
+- an `Authorization` header, when present, must prove a principal; with `require_auth`
+  it must be present.
+
+A refusal is a finished HTTP response: 400, 403, or 401 with `WWW-Authenticate`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from starlette.requests import Request
 from starlette.responses import Response
 
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import RpcError
 from server.transport.auth import Authenticator, AuthError
-from server.transport.streamable import error_response, is_local_request
+from server.transport.streamable import (
+    RepeatedHeader,
+    error_response,
+    is_local_host,
+    is_loopback_origin,
+    request_headers,
+)
 
 
 class Refused(Exception):
@@ -26,22 +43,66 @@ class Refused(Exception):
         self.response = response
 
 
-class Guard:
-    """Admits requests to /mcp: checks Host and Origin, then finds the principal."""
+def normal_origin(origin: str) -> str:
+    """An origin as compared: lowercase, without surrounding spaces or a trailing slash."""
+    return origin.strip().lower().rstrip("/")
 
-    def __init__(self, authenticator: Authenticator, *, loopback_only: bool) -> None:
+
+class Guard:
+    """Admits requests to /mcp: headers once, Origin, Host, then the principal."""
+
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        *,
+        loopback_only: bool,
+        allowed_origins: Iterable[str] = (),
+        require_auth: bool = False,
+    ) -> None:
         self.authenticator = authenticator
         self.loopback_only = loopback_only
+        self.allowed_origins = frozenset(normal_origin(o) for o in allowed_origins)
+        self.require_auth = require_auth
+
+    def admit_request(self, request: Request) -> tuple[dict[str, str], str]:
+        """The request's headers and the principal it acts for; raises `Refused`."""
+        try:
+            headers = request_headers(request)
+        except RepeatedHeader as exc:
+            raise Refused(_refusal(400, f"Bad request: {exc}")) from None
+        return headers, self.admit(headers)
 
     def admit(self, headers: Mapping[str, str]) -> str:
         """The principal a request acts for; raises `Refused` when it may not come in."""
-        if self.loopback_only and not is_local_request(headers):
-            error = RpcError(jsonrpc.INVALID_REQUEST, "Forbidden host or origin", http_status=403)
-            raise Refused(error_response(None, error))
+        origin = headers.get("origin")
+        if origin is not None and not self.origin_allowed(origin):
+            raise Refused(_refusal(403, "Forbidden origin"))
+        if self.loopback_only and not is_local_host(headers):
+            raise Refused(_refusal(403, "Forbidden host"))
+        authorization = headers.get("authorization")
+        if not authorization and self.require_auth:
+            raise Refused(_unauthorized("Unauthorized: a bearer token is required", None))
         try:
-            return self.authenticator.principal(headers.get("authorization"))
+            return self.authenticator.principal(authorization)
         except AuthError as exc:
-            error = RpcError(jsonrpc.INVALID_REQUEST, f"Unauthorized: {exc}", http_status=401)
-            response = error_response(None, error)
-            response.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'
-            raise Refused(response) from None
+            raise Refused(_unauthorized(f"Unauthorized: {exc}", "invalid_token")) from None
+
+    def origin_allowed(self, origin: str) -> bool:
+        """Whether a page at `origin` may call this server."""
+        normal = normal_origin(origin)
+        if normal == "null":
+            return False
+        if normal in self.allowed_origins:
+            return True
+        return self.loopback_only and is_loopback_origin(normal)
+
+
+def _refusal(status: int, message: str) -> Response:
+    return error_response(None, RpcError(jsonrpc.INVALID_REQUEST, message, http_status=status))
+
+
+def _unauthorized(message: str, error: str | None) -> Response:
+    response = _refusal(401, message)
+    challenge = f'Bearer error="{error}"' if error else 'Bearer realm="mcp"'
+    response.headers["WWW-Authenticate"] = challenge
+    return response

@@ -26,13 +26,36 @@ class BodyTooLarge(Exception):
     """A request body over the configured limit (HTTP 413)."""
 
 
+#: Headers a request may carry once only. A repeated routing header is how a request
+#: slips past a gateway that authorises on the first copy while the server reads the last.
+SINGLE_HEADERS = frozenset({"host", "origin", "authorization", "content-type", "content-length"})
+
+
+class RepeatedHeader(Exception):
+    """A header that must appear once appeared twice (HTTP 400)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"the {name} header appears more than once")
+        self.name = name
+
+
 def request_headers(request: Request) -> dict[str, str]:
     """The request's headers as a plain dict (lowercase names), built once per request.
 
     Starlette's `Headers` scans its list on every lookup; the request path looks up a
-    handful of headers, so one pass into a dict is cheaper.
+    handful of headers, so one pass into a dict is cheaper. Raises `RepeatedHeader` when
+    an `Mcp-*` header or one of `SINGLE_HEADERS` appears twice.
     """
-    return {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
+    raw = request.scope["headers"]
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
+    if len(headers) != len(raw):
+        seen: set[str] = set()
+        for key, _ in raw:
+            name = key.decode("latin-1").lower()
+            if name in seen and (name.startswith("mcp-") or name in SINGLE_HEADERS):
+                raise RepeatedHeader(name)
+            seen.add(name)
+    return headers
 
 
 async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: int) -> bytes:
@@ -55,18 +78,20 @@ async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: i
 _local_host_values: dict[str, bool] = {}
 
 
-def is_local_request(headers: Mapping[str, str]) -> bool:
-    """Whether Host and Origin name this machine (DNS-rebinding protection on loopback)."""
+def is_local_host(headers: Mapping[str, str]) -> bool:
+    """Whether the Host header names this machine (DNS-rebinding protection on loopback)."""
     host = headers.get("host", "")
     local = _local_host_values.get(host)
     if local is None:
         if len(_local_host_values) > 1024:
             _local_host_values.clear()
         local = _local_host_values[host] = _hostname(f"//{host}") in LOCAL_HOSTS
-    if not local:
-        return False
-    origin = headers.get("origin")
-    return origin is None or origin == "null" or _hostname(origin) in LOCAL_HOSTS
+    return local
+
+
+def is_loopback_origin(origin: str) -> bool:
+    """Whether a page's Origin is on this machine (`http://localhost:3000`, ...)."""
+    return _hostname(origin) in LOCAL_HOSTS
 
 
 def _hostname(url: str) -> str:

@@ -14,7 +14,7 @@ from server.client import MrtrClient
 from server.harness.process import ServerProcess
 from tests.server.conftest import user_answers
 from tests.server.probes import metric
-from tests.server.tasks_fixtures import RpcFailed, Wire, running_replicas
+from tests.server.tasks_fixtures import RpcFailed, Wire, running_replicas, token
 
 PAGE = 2
 
@@ -44,7 +44,7 @@ def test_metrics_count_each_status_a_task_moved_into(replica: ServerProcess) -> 
 
 
 def test_tasks_list_comes_in_pages_linked_by_a_cursor(replica: ServerProcess) -> None:
-    wire = Wire([replica.url])
+    wire = Wire([replica.url], token=token("lister"))  # anonymous callers list nothing
     created = [
         wire("tools/call", {"name": "echo", "task": {"ttl": 60000}})["task"]["taskId"]
         for _ in range(5)
