@@ -72,6 +72,8 @@ CATALOGUE: tuple[SimTool, ...] = (
     SimTool("update_work_item", (("resolution",), ("duplicate_of",))),
     SimTool("ask_capital", (("github_login", "capital"),)),
     SimTool("echo", (("echo_input",),)),
+    # The load test's CPU-heavy tool: one question, then cpu_ms of work per round.
+    SimTool("quote", (("github_login",),)),
 )
 TOOLS: dict[str, SimTool] = {tool.name: tool for tool in CATALOGUE}
 

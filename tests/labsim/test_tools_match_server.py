@@ -24,6 +24,7 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "ask_capital": {"country": "France"},
     "crunch": {"units": 2500},
     "echo": {},
+    "quote": {"cpu_ms": 1},
 }
 # Server tools the simulation models elsewhere: provision_vm becomes a task.
 MODELLED_ELSEWHERE = {"provision_vm"}
