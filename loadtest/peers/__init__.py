@@ -1,7 +1,11 @@
-"""Peers the lab's server is benchmarked against, on the same uvicorn stack.
+"""Peers the lab's server is benchmarked against, doing the same tools.
 
 - `bare`: a Starlette endpoint that parses a JSON-RPC body and answers JSON, nothing else;
-  the ceiling of this stack.
-- `sdk`: the same MRTR round trip (`get_weather` asks `github_login`, then completes)
-  written with the official `mcp` SDK's `MCPServer`; what a user would otherwise run.
+  the ceiling of the uvicorn stack.
+- `sdk`: `get_weather`, `update_work_item` and `crunch` as MRTR rounds on the official `mcp`
+  SDK's `MCPServer`; what a Python user would otherwise run.
+- `typescript.mjs` (started by `typescript`): the same tools on the official TypeScript SDK
+  v2 server, its per-request handler on Node 22, requestState plain or HMAC-sealed.
+- `sdk_legacy`: `get_weather` on the `mcp` SDK's own 2025-11-25 server, the call waiting on
+  its SSE stream for the answer; the peer of the lab's legacy mode for held-call memory.
 """
