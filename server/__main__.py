@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from server.config import ConfigError, ServerConfig
 
@@ -101,6 +104,13 @@ def _serve(argv: list[str]) -> int:
         action="store_true",
         help="serve beyond loopback with the public development key and secret",
     )
+    parser.add_argument(
+        "--shutdown-timeout-s",
+        type=float,
+        default=ServerConfig.shutdown_timeout_s,
+        metavar="S",
+        help="after SIGTERM, how long running requests may take before they are cut off",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -121,6 +131,7 @@ def _serve(argv: list[str]) -> int:
             require_auth=args.require_auth,
             jwt_allow_no_exp=args.jwt_allow_no_exp,
             allow_development_keys=args.allow_development_keys,
+            shutdown_timeout_s=args.shutdown_timeout_s,
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,
             legacy_keepalive_interval_s=args.legacy_keepalive_s,
@@ -132,16 +143,35 @@ def _serve(argv: list[str]) -> int:
 
     from server.app import create_app
 
-    uvicorn.run(
-        create_app(config),
+    app = create_app(config)
+    settings = uvicorn.Config(
+        app,
         host=args.host,
         port=args.port,
         loop=args.loop,
         http=args.http,
         log_level=args.log_level,
         access_log=False,
+        timeout_graceful_shutdown=math.ceil(config.shutdown_timeout_s),
     )
+    _signalling_server(settings, app.state.server.begin_shutdown).run()
     return 0
+
+
+def _signalling_server(settings: Any, on_exit: Callable[[], None]) -> Any:
+    """A uvicorn server that also tells the app when a shutdown signal arrives.
+
+    uvicorn waits for open responses before its lifespan shutdown; the app ends its held
+    legacy streams at once instead, so the replica exits within the graceful timeout.
+    """
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            on_exit()
+
+    return Server(settings)
 
 
 def _is_loopback(host: str) -> bool:

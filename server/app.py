@@ -80,6 +80,7 @@ class McpServer:
         self.dispatcher = dispatcher = Dispatcher(self.metrics)
         self.metrics.in_flight.set_function(lambda: dispatcher.in_flight)
         self.draining = False
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.guard = Guard(
             Authenticator(config.jwt_secret, require_exp=not config.jwt_allow_no_exp),
             loopback_only=config.loopback_only,
@@ -178,6 +179,7 @@ class McpServer:
                 headers=headers,
                 progress_token=meta.get("progressToken"),
                 log_level=meta.get(rules.META_LOG_LEVEL),
+                disconnected=request.is_disconnected,
             )
             if message.method in STREAMING_METHODS and (
                 call.progress_token is not None or call.log_level is not None
@@ -250,6 +252,7 @@ class McpServer:
         sweeper = asyncio.create_task(
             sweep_periodically(self.task_store, self.config.task_sweep_interval_s)
         )
+        self._loop = asyncio.get_running_loop()
         try:
             yield
         finally:
@@ -257,6 +260,14 @@ class McpServer:
             await self.task_worker.close()
             await self.task_store.close()
             await self.legacy.close()
+
+    def begin_shutdown(self) -> None:
+        """Called from a signal handler: drain, and end held legacy calls on the loop."""
+        self.draining = True
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(
+                self.legacy.end_held_calls, "the server is shutting down"
+            )
 
     async def not_allowed(self, request: Request) -> Response:
         """GET and DELETE on /mcp: a stateless server has no stream or session to offer."""

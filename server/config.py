@@ -159,6 +159,9 @@ class ServerConfig:
     legacy_session_ttl_s: float = 3600.0
     #: Bound on every call to the shared store, so a Redis outage is an error, never a hang.
     legacy_store_timeout_s: float = 2.0
+    #: After SIGTERM, how long requests still running may take before they are cut off
+    #: (held legacy calls end at once with an error; this bounds the rest).
+    shutdown_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if self.tool_version not in (1, 2):
@@ -185,6 +188,7 @@ class ServerConfig:
             "legacy_keepalive_interval_s",
             "legacy_session_ttl_s",
             "legacy_store_timeout_s",
+            "shutdown_timeout_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")

@@ -170,6 +170,8 @@ class Caller:
     progress_token: str | int | None = None
     log_level: str | None = None
     notify: Notify | None = None
+    #: Whether the client has gone away (its connection closed); None when unknown.
+    disconnected: Callable[[], Awaitable[bool]] | None = None
 
 
 class Context:
@@ -195,6 +197,7 @@ class Context:
         self.progress_token = caller.progress_token
         self.log_level = caller.log_level
         self._notify = caller.notify
+        self._disconnected = caller.disconnected
         #: Whether `become_task` creates a task (an ephemeral attempt the client let the
         #: server run as a task); False inside a task and where there are no tasks.
         self.may_become_task = may_become_task
@@ -221,6 +224,14 @@ class Context:
     async def list_roots(self, key: str) -> list[dict[str, Any]]:
         """Ask the client for its roots."""
         return (await self.channel.ask({key: roots()}))[key]
+
+    async def abandoned(self) -> bool:
+        """Whether nobody waits for this call any more (the client disconnected).
+
+        Long work checks it between slices and stops: a result nobody will read is only
+        load on the replica.
+        """
+        return self._disconnected is not None and await self._disconnected()
 
     def overloaded(self) -> bool:
         """Whether this replica is over its in-flight threshold and should shed work."""

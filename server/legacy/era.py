@@ -157,10 +157,23 @@ class LegacyEra:
         except StoreUnavailable as exc:
             self.metrics.store_errors.labels(exc.operation).inc()
 
-    async def close(self) -> None:
+    def end_held_calls(self, reason: str) -> int:
+        """End every held call now: a JSON-RPC error on its stream, then its task stops.
+
+        At shutdown the HTTP server waits for open responses before it stops; a held stream
+        would keep it waiting for as long as the user thinks. How many calls were ended.
+        """
+        ended = 0
         for held in list(self.held):
+            error = RpcError(jsonrpc.INTERNAL_ERROR, reason)
+            held.queue.put_nowait(StreamEnd(jsonrpc.error_response(held.rpc_id, error)))
             if held.task is not None:
                 held.task.cancel()
+            ended += 1
+        return ended
+
+    async def close(self) -> None:
+        self.end_held_calls("the server is shutting down")
         await self.store.close()
 
     # -- the request path -----------------------------------------------------------------
@@ -303,6 +316,7 @@ class LegacyEra:
             headers=request.headers,
             progress_token=meta.get("progressToken") if isinstance(meta, dict) else None,
             log_level=session.log_level,
+            disconnected=request.is_disconnected,
         )
         if message.method in HOLDING_METHODS:
             return await self._hold(call, method, session)

@@ -61,6 +61,8 @@ async def crunch(ctx: Context) -> dict[str, Any]:
             # Still here: this call cannot move (a legacy stream, a task); next slice.
             done_here = 0
         await asyncio.sleep(0)
+        if await ctx.abandoned():
+            return tool_result(f"crunch abandoned after {done} units", is_error=True)
     return tool_result(
         f"crunch of {units} units: {digest}",
         structured={"digest": digest, "replicas": trail},

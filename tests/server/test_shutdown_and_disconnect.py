@@ -1,0 +1,91 @@
+"""A replica stops promptly and stops work nobody waits for: SIGTERM, and a client that left."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from server.harness.process import ServerProcess
+from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from tests.server.probes import health, wait_for
+from tests.server.test_bad_input import call_body, headers
+
+LEGACY_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+def start(*args: str) -> ServerProcess:
+    env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
+    return ServerProcess(args=args, env=env).start()
+
+
+def events(lines: Any) -> Any:
+    for line in lines:
+        if line.startswith("data:"):
+            yield json.loads(line[5:])
+
+
+def test_sigterm_ends_held_legacy_calls_with_an_error_then_exits() -> None:
+    replica = start("--shutdown-timeout-s", "5")
+    try:
+        with httpx.Client(timeout=30) as http:
+            opened = http.post(replica.url, json=LEGACY_INIT)
+            session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            body = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "get_weather", "arguments": {"location": "Oslo"}},
+            }
+            with http.stream("POST", replica.url, json=body, headers=session) as stream:
+                received = events(stream.iter_lines())
+                question = next(received)
+                assert question["method"] == "elicitation/create"  # the call is now held
+                signalled = time.monotonic()
+                assert replica.process is not None
+                replica.process.send_signal(signal.SIGTERM)
+                last = next(received)
+        assert last["id"] == 2
+        assert "shutting down" in last["error"]["message"]
+        replica.process.wait(timeout=15)
+        assert time.monotonic() - signalled < 10
+    finally:
+        replica.stop()
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+def test_a_crunch_whose_client_left_stops(era: str) -> None:
+    replica = start()
+    try:
+        if era == "2026-07-28":
+            body = call_body("crunch", {"units": 40_000_000})  # about 20 s of hashing
+            sent = headers("tools/call", "crunch")
+        else:
+            opened = httpx.post(replica.url, json=LEGACY_INIT, timeout=10)
+            sent = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
+            body = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "crunch", "arguments": {"units": 40_000_000}},
+            }
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(replica.url, json=body, headers=sent, timeout=1.0)
+        # The client is gone; the replica stops hashing within a slice or two.
+        wait_for(lambda: health(replica.base_url)["in_flight"] == 0, timeout_s=8)
+    finally:
+        replica.stop()
