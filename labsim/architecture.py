@@ -200,6 +200,7 @@ class Architecture(ABC):
         self.shed_threshold = cluster_params.shed_queue_threshold
         self.checkpoint_fraction = cluster_params.checkpoint_fraction
         self.t0, self.t1 = params.warmup_s, params.horizon_s
+        self.requests = 0  # requests served (queued for a worker), for the benchmark
 
     def start(self, call: Call) -> None:
         """A call arrives: it is in flight until `finish`."""
@@ -225,33 +226,36 @@ class Architecture(ABC):
             # The request and its response cross the wire and the load balancer; no
             # worker is busy meanwhile.
             yield env.timeout(self.network_delay_s())
+        self.requests += 1
         workers = replica.workers
         queued_at = env.now
-        request = workers.request()
+        waiting = workers.acquire()
         started = -1.0
         try:
-            yield request
+            if waiting is not None:
+                yield waiting
             started = env.now
             call.queue_wait_s += started - queued_at
             if sheddable and self.sheds:
                 first = cpu_s * self.checkpoint_fraction
                 yield env.timeout(first)
                 if len(workers.queue) > self.shed_threshold:
-                    workers.release(request)
+                    workers.release()
                     self._account(call, replica, first)
                     raise Shed(first)
                 yield env.timeout(cpu_s - first)
             else:
                 yield env.timeout(cpu_s)
         except Interrupt:
-            if request.triggered:
-                workers.release(request)
+            if waiting is None or waiting.triggered:
+                # The worker is ours (handed over, perhaps this very instant): free it.
+                workers.release()
                 if started >= 0:
                     self._account(call, replica, env.now - started)
             else:
-                request.cancel()
+                workers.cancel(waiting)
             raise
-        workers.release(request)
+        workers.release()
         self._account(call, replica, cpu_s)
 
     def network_delay_s(self) -> float:

@@ -64,16 +64,18 @@ def bench(
     """Simulated calls per wall-second per architecture, against the bare loop.
 
     For each architecture: run the model (whole `simulate`, results included),
-    count its events, run the bare loop for the same number of events, and
-    keep the best of `repeats` of each. `slowdown` is the model's wall time
-    over the bare loop's for the same number of events: 1 means the model
-    costs nothing on top of SimPy.
+    count its requests (each queues for a worker once) and its events, run the
+    bare loop with one job per request (the same queueing), and keep the best
+    of `repeats` of each. `slowdown` is the model's wall time over the bare
+    loop's for the same requests: 1 means the model's calls, rounds, users and
+    routing cost nothing on top of SimPy queueing. `slowdown_per_event` compares
+    the same number of events instead.
     """
     params = params or SimParams(horizon_s=3600.0)
     rows = []
     for architecture in architectures:
         best_model_s = best_bare_s = float("inf")
-        events = calls = bare_events = 0
+        events = calls = requests = bare_events = 0
         for _ in range(repeats):
             simulation = Simulation(params, architecture, seed)
             started = time.perf_counter()
@@ -81,22 +83,23 @@ def bench(
             best_model_s = min(best_model_s, time.perf_counter() - started)
             events = events_scheduled(simulation.env)
             calls = len(simulation.workload)
-            bare_events, bare_s = bare_mmc_loop(events // BARE_EVENTS_PER_JOB, seed=seed)
+            requests = simulation.architecture.requests
+            bare_events, bare_s = bare_mmc_loop(requests, seed=seed)
             best_bare_s = min(best_bare_s, bare_s)
-        # The bare loop's time for exactly the model's event count.
-        bare_wall_s = best_bare_s * events / bare_events
+        bare_jobs_per_s = requests / best_bare_s
         rows.append(
             {
                 "architecture": architecture,
                 "calls": calls,
+                "requests": requests,
                 "events": events,
                 "wall_s": best_model_s,
                 "calls_per_s": calls / best_model_s,
-                "events_per_s": events / best_model_s,
-                "bare_wall_s": bare_wall_s,
-                "bare_jobs_per_s": bare_events / BARE_EVENTS_PER_JOB / best_bare_s,
-                "bare_events_per_s": bare_events / best_bare_s,
-                "slowdown": best_model_s / bare_wall_s,
+                "requests_per_s": requests / best_model_s,
+                "bare_wall_s": best_bare_s,
+                "bare_jobs_per_s": bare_jobs_per_s,
+                "slowdown": best_model_s / best_bare_s,
+                "slowdown_per_event": (best_model_s / events) / (best_bare_s / bare_events),
             }
         )
     return pd.DataFrame(rows)

@@ -10,8 +10,10 @@ crash or the end of a drain cuts.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import random
+from collections import deque
 from typing import TYPE_CHECKING
 
 import simpy
@@ -31,6 +33,45 @@ class ReplicaState(enum.Enum):
     UP = "up"
     DRAINING = "draining"
     DOWN = "down"
+
+
+class WorkerPool:
+    """A replica's worker slots: at most `capacity` requests served at once, the rest in line.
+
+    What `simpy.Resource` does for this model, without a request object and an
+    event per request: a request that finds a free worker takes it at once; one
+    that does not waits in FIFO order, and a worker that frees up passes
+    straight to the first in line.
+    """
+
+    __slots__ = ("capacity", "count", "env", "queue")
+
+    def __init__(self, env: simpy.Environment, capacity: int) -> None:
+        self.env = env
+        self.capacity = capacity
+        self.count = 0  # workers busy
+        self.queue: deque[simpy.Event] = deque()  # requests waiting, first in line first
+
+    def acquire(self) -> simpy.Event | None:
+        """Take a worker: None if one was free, else an event that fires when one is handed over."""
+        if self.count < self.capacity:
+            self.count += 1
+            return None
+        waiting = self.env.event()
+        self.queue.append(waiting)
+        return waiting
+
+    def release(self) -> None:
+        """Give a worker back: to the first request in line, or to the pool."""
+        if self.queue:
+            self.queue.popleft().succeed()
+        else:
+            self.count -= 1
+
+    def cancel(self, waiting: simpy.Event) -> None:
+        """A request still in line gives up (its call was cut)."""
+        with contextlib.suppress(ValueError):
+            self.queue.remove(waiting)
 
 
 class Replica:
@@ -63,7 +104,7 @@ class Replica:
     ) -> None:
         self.env = env
         self.index = index
-        self.workers = simpy.Resource(env, capacity=workers)
+        self.workers = WorkerPool(env, workers)
         self.connections = 0
         # Calls whose memory this replica keeps while their user thinks, and the peaks of
         # that and of open connections from `count_from_s` on (the end of the warm-up).
