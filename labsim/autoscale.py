@@ -135,14 +135,7 @@ class Autoscaler(Fault):
             sim.cluster.set_state(replica, ReplicaState.UP, "ready")
 
     def _stop(self, sim: Simulation, replica: Replica) -> Generator[simpy.Event, object, None]:
-        env, cluster = sim.env, sim.cluster
-        cluster.set_state(replica, ReplicaState.DRAINING, "scale-in")
-        drained = replica.drained()
-        yield drained | env.timeout(self.drain_timeout_s)
-        if not drained.triggered:
-            cut = replica.cut("scale-in")
-            sim.recorder.event(env.now, "cut", replica.index, f"{cut} calls at drain timeout")
-        cluster.set_state(replica, ReplicaState.DOWN, "scaled in")
+        yield from sim.cluster.drain(replica, self.drain_timeout_s, "scale-in")
 
 
 def diurnal_profile(

@@ -83,14 +83,18 @@ class PlanRequest:
         if not all(isinstance(share, int | float) for share in self.tool_mix):
             raise ParameterError(f"tool shares must be numbers, got {self.tool_mix!r}")
         # The workload's own checks: known tools, shares summing to 1, a sane think time.
-        WorkloadParams(
-            arrival_rate_per_s=self.rate_per_s,
-            think_median_s=self.think_median_s,
-            think_sigma=self.think_sigma,
-            tools=self.tools,
-            tool_mix=self.tool_mix,
-            never_answer_fraction=self.never_answer_fraction,
-        )
+        WorkloadParams(**self.workload_fields())
+
+    def workload_fields(self) -> dict[str, Any]:
+        """The `WorkloadParams` fields this request sets."""
+        return {
+            "arrival_rate_per_s": self.rate_per_s,
+            "think_median_s": self.think_median_s,
+            "think_sigma": self.think_sigma,
+            "tools": self.tools,
+            "tool_mix": self.tool_mix,
+            "never_answer_fraction": self.never_answer_fraction,
+        }
 
     @property
     def workers(self) -> int:
@@ -101,12 +105,7 @@ class PlanRequest:
         """The simulated deployment of `replicas` replicas under this workload."""
         warmup_s = min(300.0, base.client.answer_timeout_s)
         return base.with_overrides(
-            arrival_rate_per_s=self.rate_per_s,
-            think_median_s=self.think_median_s,
-            think_sigma=self.think_sigma,
-            tools=self.tools,
-            tool_mix=self.tool_mix,
-            never_answer_fraction=self.never_answer_fraction,
+            **self.workload_fields(),
             replicas=replicas,
             workers_per_replica=self.workers,
             vcpus_per_replica=self.vcpus_per_replica,

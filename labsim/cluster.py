@@ -14,6 +14,7 @@ import contextlib
 import enum
 import random
 from collections import deque
+from collections.abc import Generator
 from typing import TYPE_CHECKING
 
 import simpy
@@ -224,6 +225,20 @@ class Cluster:
         elif previous is ReplicaState.DOWN:
             self.billed.move(now, +1)
         self.recorder.event(now, state.value, replica.index, detail)
+
+    def drain(
+        self, replica: Replica, timeout_s: float, why: str
+    ) -> Generator[simpy.Event, object, None]:
+        """Take `replica` out of rotation, wait until it holds nothing or `timeout_s` passes,
+        cut whatever it still holds, and stop it."""
+        env = self.env
+        self.set_state(replica, ReplicaState.DRAINING, why)
+        drained = replica.drained()
+        yield drained | env.timeout(timeout_s)
+        if not drained.triggered:
+            cut = replica.cut(why)
+            self.recorder.event(env.now, "cut", replica.index, f"{cut} calls at drain timeout")
+        self.set_state(replica, ReplicaState.DOWN, f"stopped: {why}")
 
     def launch(self, version: int) -> Replica:
         """A new replica, billed from now and starting (not routable until `UP`)."""

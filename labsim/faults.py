@@ -125,13 +125,9 @@ class RollingUpgrade(Fault):
         started = env.now
         sim.recorder.event(started, "upgrade-start", None, f"to v{self.new_version}")
         for replica in cluster.replicas:
-            cluster.set_state(replica, ReplicaState.DRAINING, f"v{replica.version}")
-            drained = replica.drained()
-            yield drained | env.timeout(self.drain_timeout_s)
-            if not drained.triggered:
-                cut = replica.cut("drain")
-                sim.recorder.event(env.now, "cut", replica.index, f"{cut} calls at drain timeout")
-            cluster.set_state(replica, ReplicaState.DOWN, "stopped for upgrade")
+            yield from cluster.drain(
+                replica, self.drain_timeout_s, f"upgrade from v{replica.version}"
+            )
             yield env.timeout(self.restart_s)
             replica.version = self.new_version
             cluster.set_state(replica, ReplicaState.UP, f"v{self.new_version}")

@@ -70,7 +70,7 @@ def test_scale_in_is_immediate_under_mrtr_and_cuts_held_calls_under_legacy() -> 
     assert (mrtr.events["kind"] != "cut").all()
     assert mrtr.summary["state_losses"] == 0
     # MRTR replicas stop as soon as their requests in progress end.
-    stops = mrtr.events[mrtr.events["detail"] == "scaled in"]["time_s"].to_numpy()
+    stops = mrtr.events[mrtr.events["detail"] == "stopped: scale-in"]["time_s"].to_numpy()
     drains = mrtr.events[mrtr.events["detail"] == "scale-in"]["time_s"].to_numpy()
     assert len(stops) == len(drains) > 0
     assert (stops - drains < 1.0).all()
