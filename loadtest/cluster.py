@@ -177,6 +177,8 @@ class Cluster:
             args += [
                 "--task-store",
                 self.redis.url,
+                # Without the append-only file the store is volatile on purpose (fsync off).
+                *(["--task-store-volatile"] if not self.redis.persistent else []),
                 "--task-lease-s",
                 str(self.config.task_lease_s),
             ]

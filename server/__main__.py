@@ -39,6 +39,11 @@ def _serve(argv: list[str]) -> int:
         help="where tasks (persistent tools) live; share one Redis between replicas",
     )
     parser.add_argument(
+        "--task-store-volatile",
+        action="store_true",
+        help="accept a Redis task store without appendonly or with eviction (loses tasks)",
+    )
+    parser.add_argument(
         "--task-poll-interval-ms",
         type=int,
         default=ServerConfig.task_poll_interval_ms,
@@ -123,6 +128,7 @@ def _serve(argv: list[str]) -> int:
             shed_every_units=args.shed_every_units,
             shed_in_flight_threshold=args.shed_in_flight,
             task_store=args.task_store,
+            task_store_volatile=args.task_store_volatile,
             task_poll_interval_ms=args.task_poll_interval_ms,
             task_lease_s=args.task_lease_s,
             task_list_page_size=args.task_list_page_size,

@@ -26,6 +26,7 @@ from server.core.context import Replica
 from server.core.dispatch import Dispatcher
 from server.core.methods import Methods
 from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
+from server.core.store import StoreUnavailable
 from server.legacy.era import LegacyEra
 from server.legacy.wire import ends_legacy_session, is_legacy_request
 from server.mrtr.runner import MrtrAttempt
@@ -253,6 +254,8 @@ class McpServer:
             sweep_periodically(self.task_store, self.config.task_sweep_interval_s)
         )
         self._loop = asyncio.get_running_loop()
+        if not self.config.task_store_volatile:
+            await self._check_task_store()
         try:
             yield
         finally:
@@ -260,6 +263,22 @@ class McpServer:
             await self.task_worker.close()
             await self.task_store.close()
             await self.legacy.close()
+
+    async def _check_task_store(self) -> None:
+        """Refuse to start on a task store that could lose acknowledged tasks."""
+        try:
+            problems = await self.task_store.durability_problems()
+        except StoreUnavailable:
+            # An outage is not a setting: serve, and answer task requests with 503 meanwhile.
+            log.warning("the task store is unreachable: its durability is not checked")
+            return
+        if problems:
+            raise RuntimeError(
+                "the task store could lose tasks it acknowledged: "
+                + "; ".join(problems)
+                + ". Run Redis with appendonly yes and maxmemory-policy noeviction, "
+                "or pass --task-store-volatile if losing them is intended."
+            )
 
     def begin_shutdown(self) -> None:
         """Called from a signal handler: drain, and end held legacy calls on the loop."""

@@ -113,6 +113,9 @@ class ServerConfig:
     task_store: str = "memory"
     #: Bound on every call to the task store, so an outage is a JSON-RPC error, not a hang.
     task_store_timeout_s: float = 1.0
+    #: Serve a Redis task store that could lose acknowledged tasks (no append-only file, or
+    #: an eviction policy). By default the replica refuses to start on one.
+    task_store_volatile: bool = False
     #: How long a task is kept when the client names no `ttl`: one hour.
     task_default_ttl_ms: int = 3_600_000
     #: The longest `ttl` a client may ask for: one day.

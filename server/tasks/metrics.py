@@ -100,3 +100,6 @@ class MeteredTaskStore(TaskStore):
 
     async def close(self) -> None:
         await self.inner.close()
+
+    async def durability_problems(self) -> list[str]:
+        return await self.inner.durability_problems()

@@ -154,6 +154,11 @@ class TaskStore(ABC):
     async def close(self) -> None:
         """Release connections."""
 
+    async def durability_problems(self) -> list[str]:
+        """Settings under which this store could lose a task it acknowledged (none here:
+        an in-process store is this replica's memory, and says so in its name)."""
+        return []
+
 
 class InProcessTaskStore(TaskStore):
     """Tasks in this replica's memory: one replica only, or tests."""
@@ -291,12 +296,32 @@ class RedisTaskStore(TaskStore):
         )
         return bool(saved)
 
+    async def durability_problems(self) -> list[str]:
+        """What in this Redis's configuration could lose an acknowledged task.
+
+        Without an append-only file a restart forgets every task; with an eviction policy
+        other than `noeviction` a full Redis drops tasks to make room. Both are silent.
+        """
+        found = await self._call("check", self._redis.config_get("appendonly", "maxmemory-policy"))
+        settings = {_text(k): _text(v) for k, v in found.items()}
+        problems = []
+        if settings.get("appendonly") != "yes":
+            problems.append("appendonly is not yes (a restart would forget every task)")
+        policy = settings.get("maxmemory-policy", "noeviction")
+        if policy != "noeviction":
+            problems.append(f"maxmemory-policy is {policy} (a full Redis would evict tasks)")
+        return problems
+
     async def sweep(self) -> int:
         """Nothing to do: Redis expires each task's key at the end of its TTL."""
         return 0
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def open_task_store(spec: str, *, timeout_s: float) -> TaskStore:

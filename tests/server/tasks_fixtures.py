@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -50,13 +52,16 @@ def start_replica(*args: str) -> ServerProcess:
 
 @contextlib.contextmanager
 def redis_server() -> Iterator[RedisServer]:
-    """A real `redis-server` without persistence on a free port.
+    """A real `redis-server` on a free port, with the append-only file a task store needs.
 
     Stopped by pid at the end, also when the test fails.
     """
     if not RedisServer.available():
         pytest.skip("redis-server is not installed (make setup installs it)")
-    with RedisServer() as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="mrtr-redis-") as data,
+        RedisServer(data_dir=Path(data)) as server,
+    ):
         yield server
 
 
