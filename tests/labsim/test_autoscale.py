@@ -124,3 +124,13 @@ def test_a_diurnal_profile_rises_and_falls_and_bad_scalers_are_rejected() -> Non
         Autoscaler(min_replicas=5, max_replicas=2)
     with pytest.raises(ParameterError):
         scenarios.build("autoscale", replicas=50)
+
+
+def test_scaling_on_requests_in_flight_counts_held_streams_as_load() -> None:
+    # A held SSE stream is a request in flight for the whole think time: the sticky fleet
+    # grows for users who are thinking, MRTR's only for work.
+    in_flight = (Autoscaler(metric="in-flight", target=20.0),)
+    sticky = run("autoscale", "sticky", faults=in_flight).summary
+    mrtr = run("autoscale", "mrtr", faults=in_flight).summary
+    assert sticky["replica_hours"] > 3 * mrtr["replica_hours"]
+    assert sticky["fleet_utilization"] < mrtr["fleet_utilization"] / 3
