@@ -41,7 +41,8 @@ def render_config(
     sticky: bool,
     admin_socket: Path,
     health_check_interval_ms: int = 300,
-    stream_timeout_s: int = 3600,
+    stream_timeout_s: int = 60,
+    max_connections_per_server: int = 512,
 ) -> str:
     """An haproxy.cfg for the lab's cluster."""
     cookie = "    cookie SERVERID insert indirect nocache\n" if sticky else ""
@@ -58,7 +59,10 @@ def render_config(
 defaults
     mode http
     timeout connect 2s
-    # SSE streams stay open while a user thinks: long client/server timeouts.
+    # A client must send its headers promptly: idle and slow-header sockets are cut.
+    timeout http-request 10s
+    # SSE streams stay open while a user thinks; the replicas' keep-alive comments (every
+    # 15 s) keep them active, so a minute without a byte means the peer is gone.
     timeout client {stream_timeout_s}s
     timeout server {stream_timeout_s}s
     timeout http-keep-alive 10s
@@ -77,6 +81,9 @@ frontend mcp
 
 backend {BACKEND}
     balance roundrobin
+    # Beyond this a replica's requests wait in HAProxy's queue (timeout queue) instead of
+    # piling onto it.
+    default-server maxconn {max_connections_per_server}
     option httpchk GET /healthz
     http-check expect status 200
     http-response set-header X-Served-By %[srv_name]

@@ -116,6 +116,20 @@ def _serve(argv: list[str]) -> int:
         metavar="S",
         help="after SIGTERM, how long running requests may take before they are cut off",
     )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=ServerConfig.max_connections,
+        metavar="N",
+        help="connections served at once; more get HTTP 503",
+    )
+    parser.add_argument(
+        "--idle-timeout-s",
+        type=float,
+        default=ServerConfig.idle_timeout_s,
+        metavar="S",
+        help="how long an idle keep-alive connection stays open",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -138,6 +152,8 @@ def _serve(argv: list[str]) -> int:
             jwt_allow_no_exp=args.jwt_allow_no_exp,
             allow_development_keys=args.allow_development_keys,
             shutdown_timeout_s=args.shutdown_timeout_s,
+            max_connections=args.max_connections,
+            idle_timeout_s=args.idle_timeout_s,
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,
             legacy_keepalive_interval_s=args.legacy_keepalive_s,
@@ -159,7 +175,10 @@ def _serve(argv: list[str]) -> int:
         log_level=args.log_level,
         access_log=False,
         timeout_graceful_shutdown=math.ceil(config.shutdown_timeout_s),
+        limit_concurrency=config.max_connections,
+        timeout_keep_alive=math.ceil(config.idle_timeout_s),
     )
+    raise_file_limit(config.max_connections)
     _signalling_server(settings, app.state.server.begin_shutdown).run()
     return 0
 
@@ -178,6 +197,25 @@ def _signalling_server(settings: Any, on_exit: Callable[[], None]) -> Any:
             on_exit()
 
     return Server(settings)
+
+
+def raise_file_limit(wanted: int) -> None:
+    """Raise this process's open-file limit to its hard limit, so `wanted` sockets fit.
+
+    The usual soft limit (1,024) would let a burst of idle sockets make every other
+    client's connection fail before the server's own connection cap could answer 503.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, wanted + 256)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if max(soft, hard) < wanted + 64:
+        print(
+            f"warning: the open-file limit ({hard}) is below --max-connections ({wanted})",
+            file=sys.stderr,
+        )
 
 
 def _is_loopback(host: str) -> bool:

@@ -165,6 +165,11 @@ class ServerConfig:
     #: After SIGTERM, how long requests still running may take before they are cut off
     #: (held legacy calls end at once with an error; this bounds the rest).
     shutdown_timeout_s: float = 10.0
+    #: Connections (and requests) served at once; beyond it a request gets HTTP 503 at once,
+    #: so idle sockets cannot starve everyone else. Held legacy streams count too.
+    max_connections: int = 2048
+    #: How long an idle keep-alive connection stays open between requests.
+    idle_timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
         if self.tool_version not in (1, 2):
@@ -192,6 +197,8 @@ class ServerConfig:
             "legacy_session_ttl_s",
             "legacy_store_timeout_s",
             "shutdown_timeout_s",
+            "max_connections",
+            "idle_timeout_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
