@@ -46,6 +46,7 @@ from loadtest.config import LoadTestConfig
 from loadtest.measure import measure_held
 from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 from loadtest.scenarios import run_scenario
+from loadtest.upgrade import restart_s
 
 #: Shares of the replica's CPU the three levels aim at.
 UTILIZATIONS = (0.30, 0.60, 0.85)
@@ -181,6 +182,7 @@ def run_level(config: LoadTestConfig, progress: Progress = _stderr) -> dict[str,
         "errors": summary["errors"],
         "lost": summary["lost"],
         "re_prompts": summary["re_prompts"],
+        "retries": summary["retries"],
         "faults": summary["faults"],
     }
 
@@ -194,14 +196,6 @@ def _quantile(values: list[float], q: float) -> float:
 
 def _ratio(predicted: float, measured: float) -> float:
     return predicted / measured if measured else float("nan")
-
-
-def restart_s(faults: list[dict[str, Any]]) -> float:
-    """Mean time from stopping a replica to its successor being ready, from the events."""
-    stops = [e["t"] for e in faults if e["event"] == "stop"]
-    readies = [e["t"] for e in faults if e["event"] == "ready"]
-    gaps = [ready - stop for stop, ready in zip(stops, readies, strict=False)]
-    return statistics.fmean(gaps) if gaps else 0.0
 
 
 def run_calibration(
@@ -341,6 +335,12 @@ def run_upgrade(
         "restart_s": restart,
         "lost": {"measured": live["lost"], "predicted": simulated["lost"]},
         "re_prompts": {"measured": live["re_prompts"], "predicted": simulated["re_prompts"]},
+        # Calls started again (legacy) or rounds sent again (MRTR) after a cut: live, a cut
+        # shows when the answer is refused; simulated, at once (no re-prompt if unanswered).
+        "restarts": {
+            "measured": live["retries"],
+            "predicted": simulated["restarts"] + simulated["retries"],
+        },
         "calls": {
             "measured": live["completed"] + live["not_completed"],
             "predicted": simulated["calls"],
@@ -392,5 +392,6 @@ def print_calibration(report: dict[str, Any]) -> None:
             f"rolling upgrade (drain timeout {up['drain_timeout_s']:g} s, think median "
             f"{up['think_median_s']:g} s, restart {up['restart_s']:.2f} s): lost "
             f"{up['lost']['measured']} live / {up['lost']['predicted']:.1f} sim, re-prompts "
-            f"{up['re_prompts']['measured']} live / {up['re_prompts']['predicted']:.1f} sim"
+            f"{up['re_prompts']['measured']} live / {up['re_prompts']['predicted']:.1f} sim, "
+            f"restarts {up['restarts']['measured']} live / {up['restarts']['predicted']:.1f} sim"
         )

@@ -114,7 +114,7 @@ def predict_upgrade(
     runs = [simulate(params, arch, seed=seed).summary for seed in range(1, seeds + 1)]
     return {
         key: float(np.mean([run[key] for run in runs]))
-        for key in ("calls", "completed", "lost", "re_prompts")
+        for key in ("calls", "completed", "lost", "re_prompts", "restarts", "retries")
     }
 
 

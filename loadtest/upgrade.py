@@ -12,6 +12,7 @@ drain waits, and a drain timeout shorter than the think time cuts calls.
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -59,3 +60,11 @@ def rolling_upgrade(
         )
     cluster.log("upgrade done")
     return records
+
+
+def restart_s(faults: list[dict[str, Any]]) -> float:
+    """Mean time from stopping a replica to its successor being ready, from the events."""
+    stops = [e["t"] for e in faults if e["event"] == "stop"]
+    readies = [e["t"] for e in faults if e["event"] == "ready"]
+    gaps = [ready - stop for stop, ready in zip(stops, readies, strict=False)]
+    return statistics.fmean(gaps) if gaps else 0.0
