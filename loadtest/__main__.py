@@ -140,6 +140,15 @@ def cmd_swarm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_soak(args: argparse.Namespace) -> int:
+    from loadtest.soak import print_soak, run_soak
+
+    report = run_soak(idle=args.idle, clients=args.clients, duration_s=args.duration_s)
+    _write(report.as_dict(), args.json)
+    print_soak(report)
+    return 0 if report.failed == 0 else 1
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from loadtest.bench import SERVERS, print_report, run_bench
 
@@ -287,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
                            help="seconds of the rolling-upgrade run; 0 skips it")  # fmt: skip
     calibrate.add_argument("--json", default=None, help="write the report here")
     calibrate.set_defaults(run=cmd_calibrate)
+    soak = sub.add_parser("soak", help="idle sockets beside a swarm: is every call served?")
+    soak.add_argument("--idle", type=int, default=1100, help="sockets that never send")
+    soak.add_argument("--clients", type=int, default=8)
+    soak.add_argument("--duration", dest="duration_s", type=float, default=10.0)
+    soak.add_argument("--json", default=None, help="write the report here")
+    soak.set_defaults(run=cmd_soak)
     measure = sub.add_parser("measure", help="measure the simulation's inputs on live replicas")
     measure.add_argument("--held-calls", type=int, default=200, help="legacy calls held at once")
     measure.add_argument("--stretch", dest="stretch_s", type=float, default=5.0, help="seconds")

@@ -130,6 +130,20 @@ def _serve(argv: list[str]) -> int:
         metavar="S",
         help="how long an idle keep-alive connection stays open",
     )
+    parser.add_argument(
+        "--max-held-calls-per-principal",
+        type=int,
+        default=ServerConfig.max_held_calls_per_principal,
+        metavar="N",
+        help="legacy calls one principal may hold open at once (0: no limit); more get 429",
+    )
+    parser.add_argument(
+        "--rate-per-principal",
+        type=float,
+        default=ServerConfig.requests_per_s_per_principal,
+        metavar="PER_S",
+        help="requests per second one principal may send (0: no limit); more get HTTP 429",
+    )
     parser.add_argument("--loop", default="auto", choices=("auto", "asyncio", "uvloop"))
     parser.add_argument("--http", default="auto", choices=("auto", "h11", "httptools"))
     parser.add_argument("--log-level", default="warning")
@@ -154,6 +168,8 @@ def _serve(argv: list[str]) -> int:
             shutdown_timeout_s=args.shutdown_timeout_s,
             max_connections=args.max_connections,
             idle_timeout_s=args.idle_timeout_s,
+            max_held_calls_per_principal=args.max_held_calls_per_principal,
+            requests_per_s_per_principal=args.rate_per_principal,
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,
             legacy_keepalive_interval_s=args.legacy_keepalive_s,
@@ -178,6 +194,8 @@ def _serve(argv: list[str]) -> int:
         limit_concurrency=config.max_connections,
         timeout_keep_alive=math.ceil(config.idle_timeout_s),
     )
+    from server.harness.process import raise_file_limit
+
     raise_file_limit(config.max_connections)
     _signalling_server(settings, app.state.server.begin_shutdown).run()
     return 0
@@ -197,25 +215,6 @@ def _signalling_server(settings: Any, on_exit: Callable[[], None]) -> Any:
             on_exit()
 
     return Server(settings)
-
-
-def raise_file_limit(wanted: int) -> None:
-    """Raise this process's open-file limit to its hard limit, so `wanted` sockets fit.
-
-    The usual soft limit (1,024) would let a burst of idle sockets make every other
-    client's connection fail before the server's own connection cap could answer 503.
-    """
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        target = hard if hard != resource.RLIM_INFINITY else max(soft, wanted + 256)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    if max(soft, hard) < wanted + 64:
-        print(
-            f"warning: the open-file limit ({hard}) is below --max-connections ({wanted})",
-            file=sys.stderr,
-        )
 
 
 def _is_loopback(host: str) -> bool:

@@ -87,6 +87,7 @@ class McpServer:
             loopback_only=config.loopback_only,
             allowed_origins=config.allowed_origins,
             require_auth=config.require_auth,
+            rate_per_s=config.requests_per_s_per_principal,
         )
         self.sealer = StateSealer(config.state_keys, config.state_ttl_s)
         self.replica = Replica(

@@ -170,6 +170,14 @@ class ServerConfig:
     max_connections: int = 2048
     #: How long an idle keep-alive connection stays open between requests.
     idle_timeout_s: float = 5.0
+    #: Legacy calls one principal may hold open on this replica at once (each holds tens
+    #: of kilobytes and a connection while nobody answers); more get HTTP 429. 0 turns the
+    #: limit off, the default: every anonymous caller is one principal, and the load test's
+    #: swarm is anonymous.
+    max_held_calls_per_principal: int = 0
+    #: Requests per second one principal may send to this replica (a token bucket with a
+    #: burst of twice that); more get HTTP 429 with Retry-After. 0 turns the limit off.
+    requests_per_s_per_principal: float = 0.0
 
     def __post_init__(self) -> None:
         if self.tool_version not in (1, 2):
@@ -204,6 +212,8 @@ class ServerConfig:
                 raise ConfigError(f"{name} must be positive")
         if not self.state_keys:
             raise ConfigError("at least one state key is needed")
+        if self.requests_per_s_per_principal < 0 or self.max_held_calls_per_principal < 0:
+            raise ConfigError("per-principal limits must be >= 0 (0: no limit)")
         public = self.public_development_settings()
         if public and not self.loopback_only and not self.allow_development_keys:
             raise ConfigError(

@@ -153,3 +153,22 @@ class ServerProcess(ChildProcess):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def raise_file_limit(wanted: int) -> None:
+    """Raise this process's open-file limit to its hard limit, so `wanted` sockets fit.
+
+    The usual soft limit (1,024) would let a burst of idle sockets make every other
+    client's connection fail before the server's own connection cap could answer 503.
+    """
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, wanted + 256)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    if max(soft, hard) < wanted + 64:
+        print(
+            f"warning: the open-file limit ({hard}) is below --max-connections ({wanted})",
+            file=sys.stderr,
+        )

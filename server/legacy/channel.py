@@ -9,6 +9,7 @@ alive, stays in memory until then: the cost MRTR removes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,9 +18,11 @@ from server.core.call import Call, Invocation
 from server.core.context import Context, Replica, missing_capability
 from server.core.store import StoreUnavailable
 from server.legacy.store import Session
+from server.legacy.wire import KEEPALIVE
 from server.protocol import jsonrpc
 from server.protocol.inputs import InputRequest
 from server.protocol.jsonrpc import RpcError, invalid_params
+from server.transport.streamable import sse_event
 
 if TYPE_CHECKING:
     from server.legacy.era import LegacyEra
@@ -41,6 +44,7 @@ class HeldCall:
 
     session_id: str
     rpc_id: jsonrpc.RequestId
+    principal: str = ""
     queue: asyncio.Queue[dict[str, Any] | StreamEnd] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
     stream: AsyncIterator[bytes] | None = None
@@ -48,6 +52,35 @@ class HeldCall:
     waiting_for: set[str] = field(default_factory=set)
     #: Estimated bytes this call keeps alive while it waits (see `server.legacy.footprint`).
     held_bytes: int = 0
+    #: Whether its SSE stream is open now.
+    streaming: bool = False
+
+    async def events(
+        self, first: dict[str, Any] | StreamEnd, *, keepalive_s: float, cancel_wait_s: float
+    ) -> AsyncIterator[bytes]:
+        """The SSE stream of this call, with keep-alive comments while nothing happens."""
+        self.streaming = True
+        getter: asyncio.Future[dict[str, Any] | StreamEnd] | None = None
+        try:
+            item = first
+            while not isinstance(item, StreamEnd):
+                yield sse_event(item)
+                getter = asyncio.ensure_future(self.queue.get())
+                while not getter.done():
+                    await asyncio.wait({getter}, timeout=keepalive_s)
+                    if not getter.done():
+                        yield KEEPALIVE
+                item, getter = getter.result(), None
+            yield sse_event(item.message)
+        finally:
+            self.streaming = False
+            if getter is not None:
+                getter.cancel()
+            # The client went away (or the session ended): the held call is abandoned.
+            if self.task is not None and not self.task.done():
+                self.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait({self.task}, timeout=cancel_wait_s)
 
 
 class SseChannel:

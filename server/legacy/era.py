@@ -19,11 +19,9 @@ The tool code is the very same as under MRTR: only the context's channel differs
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import secrets
-from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
@@ -45,7 +43,6 @@ from server.legacy.wire import (
     CATALOG_METHODS,
     HOLDING_METHODS,
     INSTRUCTIONS,
-    KEEPALIVE,
     legacy_result,
 )
 from server.protocol import headers as rules
@@ -56,6 +53,8 @@ from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
 
 log = logging.getLogger("server.legacy")
+#: The JSON-RPC error code (implementation-defined range) for a caller over its limits.
+TOO_MANY_REQUESTS = -32029
 
 
 class LegacyEra:
@@ -90,7 +89,6 @@ class LegacyEra:
         )
         self.table = {name: self.methods.table[name] for name in CATALOG_METHODS}
         self.held: set[HeldCall] = set()
-        self.open_streams = 0
         self._request_ids = itertools.count(1)
         # Request ids are unique across replicas, so answers can be routed by them.
         self._id_prefix = secrets.token_hex(4)
@@ -121,6 +119,11 @@ class LegacyEra:
         }
 
     # -- health ---------------------------------------------------------------------------
+
+    @property
+    def open_streams(self) -> int:
+        """SSE streams of held calls open now."""
+        return sum(1 for held in self.held if held.streaming)
 
     def local_sessions(self) -> int:
         return self.store.local_sessions()
@@ -345,7 +348,16 @@ class LegacyEra:
 
     async def _hold(self, call: Call, method: Method, session: Session) -> Response:
         """Run a call that may ask for input: JSON if it never does, else an SSE stream."""
-        held = HeldCall(session.session_id, call.message.id)
+        limit = self.config.max_held_calls_per_principal
+        if limit and sum(1 for other in self.held if other.principal == call.principal) >= limit:
+            # Each held call keeps tens of kilobytes and a connection while nobody answers.
+            raise RpcError(
+                TOO_MANY_REQUESTS,
+                f"Too many calls held open for this principal (limit {limit}): "
+                "answer or cancel one first",
+                http_status=429,
+            )
+        held = HeldCall(session.session_id, call.message.id, call.principal)
         call.notify = held.queue.put
         call.channel = SseChannel(self, held, session)
 
@@ -369,32 +381,9 @@ class LegacyEra:
         first = await held.queue.get()
         if isinstance(first, StreamEnd):
             return transport.json_response(first.message)
-        held.stream = self._events(held, first)
+        held.stream = held.events(
+            first,
+            keepalive_s=self.config.legacy_keepalive_interval_s,
+            cancel_wait_s=self.config.legacy_store_timeout_s,
+        )
         return transport.sse_response(held.stream)
-
-    async def _events(
-        self, held: HeldCall, first: dict[str, Any] | StreamEnd
-    ) -> AsyncIterator[bytes]:
-        """The SSE stream of a held call, with keep-alive comments while nothing happens."""
-        self.open_streams += 1
-        getter: asyncio.Future[dict[str, Any] | StreamEnd] | None = None
-        try:
-            item = first
-            while not isinstance(item, StreamEnd):
-                yield transport.sse_event(item)
-                getter = asyncio.ensure_future(held.queue.get())
-                while not getter.done():
-                    await asyncio.wait({getter}, timeout=self.config.legacy_keepalive_interval_s)
-                    if not getter.done():
-                        yield KEEPALIVE
-                item, getter = getter.result(), None
-            yield transport.sse_event(item.message)
-        finally:
-            self.open_streams -= 1
-            if getter is not None:
-                getter.cancel()
-            # The client went away (or the session ended): the held call is abandoned.
-            if held.task is not None and not held.task.done():
-                held.task.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait({held.task}, timeout=self.config.legacy_store_timeout_s)

@@ -18,6 +18,7 @@ A refusal is a finished HTTP response: 400, 403, or 401 with `WWW-Authenticate`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 
 from starlette.requests import Request
@@ -58,8 +59,10 @@ class Guard:
         loopback_only: bool,
         allowed_origins: Iterable[str] = (),
         require_auth: bool = False,
+        rate_per_s: float = 0.0,
     ) -> None:
         self.authenticator = authenticator
+        self.rate = RateLimit(rate_per_s) if rate_per_s > 0 else None
         self.loopback_only = loopback_only
         self.allowed_origins = frozenset(normal_origin(o) for o in allowed_origins)
         self.require_auth = require_auth
@@ -70,7 +73,15 @@ class Guard:
             headers = request_headers(request)
         except RepeatedHeader as exc:
             raise Refused(_refusal(400, f"Bad request: {exc}")) from None
-        return headers, self.admit(headers)
+        principal = self.admit(headers)
+        if self.rate is not None:
+            wait_s = self.rate.wait_s(principal)
+            if wait_s > 0:
+                # A retry loop gone wrong (or abuse) is throttled here, before any work.
+                response = _refusal(429, "Too many requests: slow down")
+                response.headers["Retry-After"] = str(max(1, round(wait_s)))
+                raise Refused(response)
+        return headers, principal
 
     def admit(self, headers: Mapping[str, str]) -> str:
         """The principal a request acts for; raises `Refused` when it may not come in."""
@@ -95,6 +106,29 @@ class Guard:
         if normal in self.allowed_origins:
             return True
         return self.loopback_only and is_loopback_origin(normal)
+
+
+class RateLimit:
+    """A token bucket per principal: `rate_per_s` on average, bursts of twice that."""
+
+    def __init__(self, rate_per_s: float, *, max_principals: int = 10_000) -> None:
+        self.rate_per_s = rate_per_s
+        self.burst = 2 * rate_per_s
+        self.max_principals = max_principals
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def wait_s(self, principal: str) -> float:
+        """0 when `principal` may send now (a token is spent), else how long to wait."""
+        now = time.monotonic()
+        tokens, since = self._buckets.get(principal, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - since) * self.rate_per_s)
+        if tokens < 1:
+            self._buckets[principal] = (tokens, now)
+            return (1 - tokens) / self.rate_per_s
+        if len(self._buckets) >= self.max_principals and principal not in self._buckets:
+            self._buckets.clear()  # forget idle principals rather than grow without bound
+        self._buckets[principal] = (tokens - 1, now)
+        return 0.0
 
 
 def _refusal(status: int, message: str) -> Response:

@@ -1,0 +1,76 @@
+"""Per-principal limits: held legacy calls and requests per second, each a clear 429."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+
+import httpx
+from starlette.testclient import TestClient
+
+from server.app import create_app
+from server.harness.process import ServerProcess
+from server.transport.auth import mint_token
+from tests.server.conftest import JWT_SECRET, KEY_A, make_config, state_keys_env
+from tests.server.test_bad_input import call_body, headers
+
+ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
+LIMIT = 2
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
+def weather(rid: int) -> dict[str, object]:
+    params = {"name": "get_weather", "arguments": {"location": "Oslo"}}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+
+
+def test_a_principal_holds_at_most_its_limit_of_legacy_calls() -> None:
+    replica = ServerProcess(args=["--max-held-calls-per-principal", str(LIMIT)], env=ENV).start()
+    try:
+        with httpx.Client(timeout=15) as http, contextlib.ExitStack() as held:
+            alice = {"Authorization": f"Bearer {mint_token('alice', JWT_SECRET, ttl_s=60)}"}
+            bob = {"Authorization": f"Bearer {mint_token('bob', JWT_SECRET, ttl_s=60)}"}
+
+            def session(auth: dict[str, str]) -> dict[str, str]:
+                opened = http.post(replica.url, json=INIT, headers=auth)
+                return {**auth, "Mcp-Session-Id": opened.headers["mcp-session-id"]}
+
+            on_alice = session(alice)
+            for rid in range(LIMIT):  # each waits for an answer that never comes
+                stream = held.enter_context(
+                    http.stream("POST", replica.url, json=weather(rid + 2), headers=on_alice)
+                )
+                assert stream.headers["content-type"].startswith("text/event-stream")
+            over = http.post(replica.url, json=weather(9), headers=on_alice)
+            assert over.status_code == 429
+            assert "limit 2" in over.json()["error"]["message"]
+            with http.stream("POST", replica.url, json=weather(10), headers=session(bob)) as other:
+                assert other.headers["content-type"].startswith("text/event-stream")
+    finally:
+        replica.stop()
+
+
+def test_requests_beyond_a_principals_rate_get_429_with_retry_after() -> None:
+    app = create_app(make_config(requests_per_s_per_principal=5))
+    body = call_body("get_weather", {"location": "Oslo"})
+    sent = headers("tools/call", "get_weather")
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        replies = [http.post("/mcp", json=body, headers=sent) for _ in range(30)]
+        statuses = [r.status_code for r in replies]
+        assert statuses[:10] == [200] * 10  # the burst
+        limited = [r for r in replies if r.status_code == 429]
+        assert limited and int(limited[0].headers["retry-after"]) >= 1
+        assert "Too many requests" in json.loads(limited[0].text)["error"]["message"]
+        token = mint_token("carol", JWT_SECRET, ttl_s=60)
+        own = http.post("/mcp", json=body, headers={**sent, "Authorization": f"Bearer {token}"})
+        assert own.status_code == 200  # another principal has its own bucket
