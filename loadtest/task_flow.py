@@ -7,8 +7,8 @@ keeps the call's record. What the summary counts comes from what the client saw:
 - acknowledged: the client holds a task id (`tools/call` answered with a task);
 - completed / failed: the task's final result, or its error (a creation the store
   refused is a failed call that never became a task);
-- lost: an acknowledged task that is gone ("Task not found"), or that is not done within
-  `timeout_s`;
+- lost: an acknowledged task that is gone (lost with the store's data, or "Task not
+  found"), or that is not done within `timeout_s`;
 - taken_over: the task was resumed after its run stopped (its replica died, or the store
   refused its checkpoint): its status message said so, or its result names more runs
   than one.
@@ -121,11 +121,15 @@ def _follow(caller: Caller, flow: TaskFlow, timeout_s: float) -> None:
                 flow.input_responses = flow.input_requests = None  # the first copy landed
                 answer_unconfirmed = False
                 continue
-            if error.http_status == 503:  # the store is away: wait it out
+            # The server says so when the store restarted empty; older servers say "not found".
+            gone_with_the_store = (
+                isinstance(error.data, dict) and error.data.get("reason") == "store_lost_data"
+            )
+            if error.http_status == 503 and not gone_with_the_store:  # the store is away
                 record.task["store_errors"] += 1
                 caller.sleep(flow.poll_interval_s)
                 continue
-            if "not found" in error.message.lower():
+            if gone_with_the_store or "not found" in error.message.lower():
                 record.outcome, record.error = "lost", f"{error.code}: {error.message}"
                 return
             raise

@@ -8,7 +8,6 @@ announced, and this replica starts running it. Everything else passes straight t
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from server.core.call import Attempt, Call, Invocation
@@ -21,6 +20,7 @@ from server.tasks.wire import (
     SEED,
     missing_tasks_capability,
     store_unavailable,
+    task_id_in,
     wire_of,
     wire_task,
 )
@@ -94,7 +94,7 @@ class TaskAttempt:
     ) -> TaskRecord:
         created = now_ms()
         record = TaskRecord(
-            task_id=f"{tool.name}_{uuid.uuid4()}",
+            task_id=task_id_in(tool.name, await self.store.epoch(create=True)),
             principal=call.principal,
             tool=tool.name,
             arguments=arguments,

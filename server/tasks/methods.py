@@ -50,6 +50,7 @@ from server.tasks.wire import (
     EXTENSION,
     SEED,
     detailed_task,
+    epoch_of,
     missing_tasks_capability,
     related_task,
     store_unavailable,
@@ -243,12 +244,25 @@ class TaskMethods:
         if not isinstance(task_id, str) or not task_id:
             raise invalid_params("taskId must be a non-empty string")
         record = await self.store.get(task_id)
+        if record is None and await self._lost_with_the_store(task_id):
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"Task store lost its data: task {task_id} was created before the store "
+                "restarted empty; start the task again",
+                {"taskId": task_id, "reason": "store_lost_data"},
+                http_status=503,
+            )
         if record is None or record.principal != call.principal:
             raise _not_found(task_id)
         current = await self.worker.take_over_if_abandoned(record)
         if current is None:
             raise _not_found(task_id)
         return current
+
+    async def _lost_with_the_store(self, task_id: str) -> bool:
+        """Whether a missing task was created in an earlier life of the store's data."""
+        created_in = epoch_of(task_id)
+        return created_in is not None and await self.store.epoch() != created_in
 
     async def _answer(self, call: Call, task_id: Any, responses: Any) -> TaskRecord:
         """Take the answers that fit open questions; resume the task when none is left.

@@ -103,3 +103,7 @@ class MeteredTaskStore(TaskStore):
 
     async def durability_problems(self) -> list[str]:
         return await self.inner.durability_problems()
+
+    async def epoch(self, *, create: bool = False) -> str | None:
+        # Part of creating a task, or of reading one: counted as that operation.
+        return await self._counted("create" if create else "get", self.inner.epoch(create=create))

@@ -20,6 +20,7 @@ call has a timeout, so a dead store is an error, never a hang.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -159,6 +160,16 @@ class TaskStore(ABC):
         an in-process store is this replica's memory, and says so in its name)."""
         return []
 
+    async def epoch(self, *, create: bool = False) -> str | None:
+        """The name of this store's current life: it changes when the store loses its data.
+
+        A task id carries the epoch it was created in, so a task missing from a store whose
+        epoch has changed was lost with the store's data, not never there or someone
+        else's. None where the store cannot tell (in process: it dies with the replica).
+        `create` starts an epoch if there is none.
+        """
+        return None
+
 
 class InProcessTaskStore(TaskStore):
     """Tasks in this replica's memory: one replica only, or tests."""
@@ -295,6 +306,14 @@ class RedisTaskStore(TaskStore):
             ),
         )
         return bool(saved)
+
+    async def epoch(self, *, create: bool = False) -> str | None:
+        key = f"{self.prefix}:epoch"
+        if create:
+            # Set once per life of the data: a Redis restarted empty gets a new one.
+            await self._call("epoch", self._redis.set(key, secrets.token_hex(4), nx=True))
+        found = await self._call("epoch", self._redis.get(key))
+        return None if found is None else _text(found)
 
     async def durability_problems(self) -> list[str]:
         """What in this Redis's configuration could lose an acknowledged task.

@@ -7,6 +7,7 @@ and results travel, and what the status message says.
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -93,6 +94,22 @@ def detailed_task(record: TaskRecord) -> dict[str, Any]:
     elif record.status == FAILED and record.error is not None:
         task["error"] = record.error
     return task
+
+
+#: Between a task id's unique part and the store epoch it was created in.
+EPOCH_MARK = ".e"
+
+
+def task_id_in(tool: str, epoch: str | None) -> str:
+    """A new, unguessable task id for `tool`, naming the store epoch when there is one."""
+    unique = f"{tool}_{uuid.uuid4()}"
+    return f"{unique}{EPOCH_MARK}{epoch}" if epoch else unique
+
+
+def epoch_of(task_id: str) -> str | None:
+    """The store epoch a task id was created in, or None when it names none."""
+    _, mark, epoch = task_id.rpartition(EPOCH_MARK)
+    return epoch if mark and epoch else None
 
 
 def related_task(task_id: str) -> dict[str, Any]:

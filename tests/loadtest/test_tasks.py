@@ -231,4 +231,4 @@ def test_a_volatile_store_restarted_loses_the_tasks_it_held_and_clients_count_th
     tasks = s["tasks"]
     lost = [c for c in s["calls"] if c["task"].get("id") and c["outcome"] == "lost"]
     assert tasks["lost"] == len(lost) > 0, tasks
-    assert all("Task not found" in c["error"] for c in lost)
+    assert all("lost its data" in c["error"] for c in lost)  # not "Task not found"

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from loadtest.redis_server import RedisServer
+from server.client import SEED, Exchange, MrtrClient, task_capabilities
 from server.harness.process import ServerProcess, free_port
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
 
@@ -49,3 +52,39 @@ def test_a_durable_redis_is_served_and_a_volatile_one_when_asked(tmp_path: Path)
             args=["--task-store", volatile.url, "--task-store-volatile"], env=ENV
         )
         replica.start().stop()
+
+
+def test_a_task_lost_with_the_stores_data_is_reported_as_such(tmp_path: Path) -> None:
+    with RedisServer() as volatile:
+        replica = ServerProcess(
+            args=["--task-store", volatile.url, "--task-store-volatile"], env=ENV
+        )
+        replica.start()
+        try:
+            with MrtrClient(replica.url) as client:
+                capabilities = task_capabilities(client.options.capabilities(), SEED)
+
+                def get(task_id: str) -> dict[str, object]:
+                    exchange = Exchange("tasks/get", {"taskId": task_id}, capabilities)
+                    headers, body = exchange.next_request()
+                    return httpx.post(replica.url, json=body, headers=headers, timeout=10).json()
+
+                flow = client.task_flow(SEED)
+                client.run(flow.create("echo", {}, ttl_ms=60_000, max_rounds=4))
+                flow.created()
+                task_id = flow.task_id
+                assert task_id and "result" in get(task_id)
+                volatile.stop()
+                volatile.start()  # the same port, empty
+                # The first call after the restart may meet the old, broken connection.
+                for _ in range(10):
+                    lost = get(task_id)["error"]
+                    if "unavailable" not in lost["message"]:
+                        break
+                    time.sleep(0.2)
+                stranger = get("echo_00000000-0000-0000-0000-000000000000")["error"]
+        finally:
+            replica.stop()
+    assert lost.get("data", {}).get("reason") == "store_lost_data", lost
+    assert "lost its data" in lost["message"]
+    assert stranger["message"].startswith("Task not found")
