@@ -12,6 +12,7 @@ insert` does, and keeps routing there while that replica drains.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from labsim.params import ParameterError
@@ -118,7 +119,7 @@ class CookieSticky:
         return replica
 
 
-_POLICIES = {
+_POLICIES: dict[str, Callable[[random.Random], Balancer]] = {
     "round-robin": RoundRobin,
     "random": RandomChoice,
     "least-connections": LeastConnections,

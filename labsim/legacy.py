@@ -80,6 +80,7 @@ class HeldStream(Architecture):
         idle_cut_s = math.inf if cluster_params.keepalives_on else cluster_params.lb_idle_timeout_s
         deadline_s = answer_timeout_s if answer_timeout_s < idle_cut_s else idle_cut_s
         process = env.active_process
+        assert process is not None  # this runs inside a SimPy process
         if call.first_replica < 0:
             call.first_replica = replica.index
         replica.connect()

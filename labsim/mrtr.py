@@ -42,6 +42,7 @@ class Mrtr(Architecture):
         # Only a tool that checkpoints (crunch) can be stopped and handed on.
         sheddable = not self.offloads or tool.offloads
         process = env.active_process
+        assert process is not None  # this runs inside a SimPy process
         answered = 0  # questions answered, carried in requestState
         state_bytes = 0  # the requestState the client sends back (0: none yet)
         done_s = 0.0  # work of this round already done by a replica that offloaded it

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -63,7 +63,7 @@ def latency_cdf(results: Sequence[RunResult], ax: Axes | None = None) -> Figure:
     ax.set_title("Latency distribution")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    return ax.figure
+    return cast(Figure, ax.figure)
 
 
 def _mark_events(ax: Axes, events: pd.DataFrame, colour: str | None) -> None:
@@ -137,7 +137,7 @@ def cost_bars(comparison: pd.DataFrame, scenario: str = "steady", ax: Axes | Non
     ax.set_title(f"Who pays: {scenario}")
     ax.legend()
     ax.grid(True, axis="y", alpha=0.3)
-    return ax.figure
+    return cast(Figure, ax.figure)
 
 
 def comparison_grid(

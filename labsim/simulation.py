@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Generator
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -179,9 +180,9 @@ class Simulation:
         usage = Usage(
             replica_hours=replica_hours,
             store_hours=window_s / SECONDS_PER_HOUR if needs_store else 0.0,
-            store_ops=summary["store_ops"],
-            egress_bytes=summary["bytes_out"],
-            calls=summary["calls"],
+            store_ops=cast(int, summary["store_ops"]),
+            egress_bytes=cast(int, summary["bytes_out"]),
+            calls=cast(int, summary["calls"]),
         )
         costs = bill(usage, params)
         summary.update({f"cost_{k}": v for k, v in costs.as_dict().items()})
