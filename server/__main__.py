@@ -131,6 +131,13 @@ def _serve(argv: list[str]) -> int:
         help="how long an idle keep-alive connection stays open",
     )
     parser.add_argument(
+        "--header-timeout-s",
+        type=float,
+        default=ServerConfig.header_timeout_s,
+        metavar="S",
+        help="how long a connection may take to send its request headers before it is closed",
+    )
+    parser.add_argument(
         "--max-held-calls-per-principal",
         type=int,
         default=ServerConfig.max_held_calls_per_principal,
@@ -168,6 +175,7 @@ def _serve(argv: list[str]) -> int:
             shutdown_timeout_s=args.shutdown_timeout_s,
             max_connections=args.max_connections,
             idle_timeout_s=args.idle_timeout_s,
+            header_timeout_s=args.header_timeout_s,
             max_held_calls_per_principal=args.max_held_calls_per_principal,
             requests_per_s_per_principal=args.rate_per_principal,
             legacy_store=args.legacy_store,
@@ -180,6 +188,7 @@ def _serve(argv: list[str]) -> int:
     import uvicorn
 
     from server.app import create_app
+    from server.transport.header_timeout import protocol_class, with_header_timeout
 
     app = create_app(config)
     settings = uvicorn.Config(
@@ -187,7 +196,7 @@ def _serve(argv: list[str]) -> int:
         host=args.host,
         port=args.port,
         loop=args.loop,
-        http=args.http,
+        http=with_header_timeout(protocol_class(args.http), config.header_timeout_s),
         log_level=args.log_level,
         access_log=False,
         timeout_graceful_shutdown=math.ceil(config.shutdown_timeout_s),

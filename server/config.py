@@ -170,6 +170,10 @@ class ServerConfig:
     max_connections: int = 2048
     #: How long an idle keep-alive connection stays open between requests.
     idle_timeout_s: float = 5.0
+    #: How long a connection may take to send a request's headers (from the moment it
+    #: opens, or from the first byte of a later request on it) before it is closed; the
+    #: default matches the load test's HAProxy `timeout http-request`.
+    header_timeout_s: float = 10.0
     #: Legacy calls one principal may hold open on this replica at once (each holds tens
     #: of kilobytes and a connection while nobody answers); more get HTTP 429. 0 turns the
     #: limit off, the default: every anonymous caller is one principal, and the load test's
@@ -207,6 +211,7 @@ class ServerConfig:
             "shutdown_timeout_s",
             "max_connections",
             "idle_timeout_s",
+            "header_timeout_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from server.harness.process import ServerProcess
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
@@ -48,5 +49,52 @@ def test_the_open_file_limit_is_raised_to_the_hard_limit() -> None:
         row = next(line for line in limits.splitlines() if line.startswith("Max open files"))
         soft, hard = row.split()[3:5]
         assert soft == hard
+    finally:
+        replica.stop()
+
+
+def closed_by_peer(sock: socket.socket) -> bool:
+    """Whether the replica closed `sock` (recv sees end of file, or a reset) within 15 s."""
+    sock.settimeout(15)
+    try:
+        while sock.recv(4096):
+            pass  # a response to a complete earlier request, then the close
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_sockets_that_never_finish_their_headers_are_closed_and_requests_still_served() -> None:
+    # A long idle timeout, so only the header timeout can close these sockets.
+    args = ["--header-timeout-s", "1", "--idle-timeout-s", "60"]
+    replica = ServerProcess(args=args, env=ENV).start()
+    try:
+        with idle_sockets(replica.port, 3) as (silent, partial, second):
+            partial.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            second.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert second.recv(4096).startswith(b"HTTP/1.1 200")
+            second.sendall(b"GET /healthz HTTP/1.1\r\n")  # the next request, never finished
+            served = httpx.get(f"{replica.base_url}/healthz", timeout=10)
+            assert served.status_code == 200
+            assert closed_by_peer(silent)
+            assert closed_by_peer(partial)
+            assert closed_by_peer(second)
+    finally:
+        replica.stop()
+
+
+def test_a_connection_that_sent_its_headers_is_not_cut_by_the_header_timeout() -> None:
+    args = ["--header-timeout-s", "1", "--idle-timeout-s", "60"]
+    replica = ServerProcess(args=args, env=ENV).start()
+    try:
+        with idle_sockets(replica.port, 1) as (sock,):
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+            # Idle between requests: only the (long) idle timeout applies, not the header one.
+            sock.settimeout(3)
+            with pytest.raises(TimeoutError):
+                sock.recv(1)  # b"" (closed) would return at once instead
     finally:
         replica.stop()
