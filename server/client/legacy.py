@@ -26,8 +26,8 @@ from typing import Any
 
 import httpx
 
+from server.client.http import AsyncHttpClient, BlockingHttpClient
 from server.client.legacy_session import LegacyExchange, LegacySession
-from server.client.options import ClientOptions, Shortcuts
 from server.client.replies import McpError
 from server.protocol.jsonrpc import json_object
 
@@ -45,24 +45,14 @@ def _single_answer(response: httpx.Response) -> dict[str, Any] | None:
     return json_object(events[-1]) if events else None
 
 
-class LegacyClient(Shortcuts):
+class LegacyClient(BlockingHttpClient):
     """A blocking 2025-11-25 client on httpx: `with LegacyClient(url) as c: c.call_tool(...)`."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        http: httpx.Client | None = None,
-        answer_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        self.url = url
-        self.options = ClientOptions(**options)
+    def __init__(self, url: str, *, answer_url: str | None = None, **options: Any) -> None:
+        super().__init__(url, **options)
         #: Where answers are POSTed; a load balancer may in effect pick any replica.
         self.answer_url = answer_url or url
         self.session = LegacySession(self.options.capabilities(), token=self.options.token)
-        self._http = http or httpx.Client(timeout=30.0)
-        self._owns_http = http is None
 
     def __enter__(self) -> LegacyClient:
         self.initialize()
@@ -130,28 +120,17 @@ class LegacyClient(Shortcuts):
             pass  # the server is gone; so is the session
         finally:
             self.session.session_id = None
-            if self._owns_http:
-                self._http.close()
+            super().close()
 
 
-class AsyncLegacyClient(Shortcuts):
+class AsyncLegacyClient(AsyncHttpClient):
     """The async twin of `LegacyClient`: `async with AsyncLegacyClient(url) as c: ...`."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        http: httpx.AsyncClient | None = None,
-        answer_url: str | None = None,
-        **options: Any,
-    ) -> None:
-        self.url = url
-        self.options = ClientOptions(**options)
+    def __init__(self, url: str, *, answer_url: str | None = None, **options: Any) -> None:
+        super().__init__(url, **options)
         #: Where answers are POSTed; a load balancer may in effect pick any replica.
         self.answer_url = answer_url or url
         self.session = LegacySession(self.options.capabilities(), token=self.options.token)
-        self._http = http or httpx.AsyncClient(timeout=30.0)
-        self._owns_http = http is None
 
     async def __aenter__(self) -> AsyncLegacyClient:
         await self.initialize()
@@ -220,5 +199,4 @@ class AsyncLegacyClient(Shortcuts):
             pass  # the server is gone; so is the session
         finally:
             self.session.session_id = None
-            if self._owns_http:
-                await self._http.aclose()
+            await super().aclose()

@@ -15,36 +15,19 @@ from typing import Any, cast
 import httpx
 
 from server.client.exchange import Exchange
-from server.client.options import ClientOptions, Shortcuts
+from server.client.http import AsyncHttpClient, BlockingHttpClient
 from server.client.replies import McpError, parse_body
 from server.client.taskflow import SEED, TaskFlow
 
 
-class AsyncMrtrClient(Shortcuts):
+class AsyncMrtrClient(AsyncHttpClient):
     """An async MRTR client on httpx; answers input requests concurrently."""
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        http: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        **options: Any,
-    ) -> None:
-        self.url = url
-        self.options = ClientOptions(**options)
-        self._http = http or httpx.AsyncClient(transport=transport, timeout=30.0)
-        self._owns_http = http is None
 
     async def __aenter__(self) -> AsyncMrtrClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._http.aclose()
 
     def exchange(self, method: str, params: dict[str, Any] | None = None) -> Exchange:
         """A new logical request, not yet sent."""
@@ -126,21 +109,8 @@ class AsyncMrtrClient(Shortcuts):
         return ((await self.request("tools/list")).result or {}).get("tools", [])
 
 
-class MrtrClient(Shortcuts):
+class MrtrClient(BlockingHttpClient):
     """The blocking twin of `AsyncMrtrClient`, for scripts and notebooks."""
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        http: httpx.Client | None = None,
-        transport: httpx.BaseTransport | None = None,
-        **options: Any,
-    ) -> None:
-        self.url = url
-        self.options = ClientOptions(**options)
-        self._http = http or httpx.Client(transport=transport, timeout=30.0)
-        self._owns_http = http is None
 
     @classmethod
     def for_app(cls, app: Any, **options: Any) -> MrtrClient:
@@ -158,10 +128,6 @@ class MrtrClient(Shortcuts):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def close(self) -> None:
-        if self._owns_http:
-            self._http.close()
 
     def exchange(self, method: str, params: dict[str, Any] | None = None) -> Exchange:
         """A new logical request, not yet sent."""
