@@ -104,7 +104,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 def cmd_scenario(args: argparse.Namespace) -> int:
     from loadtest.scenarios import run_scenario
 
-    summary = run_scenario(_config(args))
+    summary = run_scenario(_config(args), html_path=_html_beside(args.json))
     _write(summary, args.json)
     print_table([summary])
     return 0
@@ -113,7 +113,10 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from loadtest.scenarios import run_scenario
 
-    summaries = [run_scenario(_config(args, arch=arch)) for arch in ARCHITECTURES]
+    summaries = [
+        run_scenario(_config(args, arch=arch), html_path=_html_beside(args.json, arch))
+        for arch in ARCHITECTURES
+    ]
     _write(summaries, args.json)
     print_table(summaries)
     return 0
@@ -221,6 +224,14 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _html_beside(json_path: str | None, arch: str = "") -> Path | None:
+    """Where Locust's HTML report goes: beside the summary (`out.json` -> `out.html`, or
+    `out.mrtr.html` for one architecture of a comparison); nowhere without a summary."""
+    if not json_path:
+        return None
+    return Path(json_path).with_suffix(f".{arch}.html" if arch else ".html")
+
+
 def _write(document: Any, path: str | None) -> None:
     if path:
         Path(path).write_text(json.dumps(document, indent=2))
@@ -253,7 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="the task store's append-only file (off: a volatile store)",
         )
-        p.add_argument("--json", default=None, help="write the summary here")
+        p.add_argument(
+            "--json", default=None, help="write the summary here, Locust's HTML report beside it"
+        )
 
     scenario = sub.add_parser("scenario", help="run one scenario and summarise it")
     scenario.add_argument("scenario", choices=SCENARIOS)

@@ -2,9 +2,11 @@
 
     locust -f loadtest/locustfile.py --host http://127.0.0.1:PORT MrtrUser
 
-Every call fires a `FLOW` event (its end-to-end latency without think time, its rounds
-as the response length, an exception unless it completed) and appends one JSON line to
-the file named by `LOADTEST_CALLS_FILE`, which `python -m loadtest scenario` summarises.
+Every call fires a `CALL` event named for its tool (its end-to-end latency without think
+time, size 0, an exception unless it completed) and appends one JSON line to the file
+named by `LOADTEST_CALLS_FILE`, which `python -m loadtest scenario` summarises. Its HTTP
+requests are `POST` rows named for their round kind, counted per replica as well
+(`loadtest.locust_stats`).
 Settings come from `LOADTEST_CONFIG` (JSON of `LoadTestConfig` fields). The same file runs
 in Locust's distributed mode (`--master` / `--worker`): each worker appends to the log.
 """
@@ -26,6 +28,7 @@ from loadtest.config import LoadTestConfig
 from loadtest.flows import CallRecord, run_mrtr_flow
 from loadtest.http_interface import HttpReply, StreamCut, StreamReply
 from loadtest.legacy_flow import SessionHolder, run_legacy_flow
+from loadtest.locust_stats import CALL, REPLICA_COUNTS, install, round_kind
 from loadtest.simulated_user import ThinkTime, tool_arguments
 from loadtest.task_flow import WIRES, run_task_flow, task_tools
 from server.protocol.jsonrpc import json_object
@@ -34,6 +37,7 @@ CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
 CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
 STARTED_FILE = os.environ.get("LOADTEST_STARTED_FILE")
 TASK_TOOLS = set(task_tools(CONFIG.tool_mix))
+install(events)
 
 
 @events.test_start.add_listener
@@ -75,13 +79,15 @@ class FlowUser(FastHttpUser):
 
     def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
         """One POST on Locust's fast client; JSON-RPC errors count as Locust failures."""
+        kind = round_kind(body)
         with self.client.post(
             self.path,
             data=json.dumps(body),
             headers=headers,
-            name=request_name(body),
+            name=kind,
             catch_response=True,
         ) as response:
+            REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
             parsed = json_object(response.text)
             judge(response, parsed)
             return HttpReply(
@@ -94,14 +100,16 @@ class FlowUser(FastHttpUser):
     @contextlib.contextmanager
     def stream(self, headers: dict[str, str], body: dict[str, Any]) -> Iterator[StreamReply]:
         """A POST whose answer may be an SSE stream, read line by line as it arrives."""
+        kind = round_kind(body, streamed=True)
         with self.client.post(
             self.path,
             data=json.dumps(body),
             headers=headers,
-            name=request_name(body),
+            name=kind,
             stream=True,
             catch_response=True,
         ) as response:
+            REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
             is_stream = (header(response, "content-type") or "").startswith("text/event-stream")
             parsed = None if is_stream else json_object(response.text)
             judge(response, parsed)
@@ -163,22 +171,16 @@ class FlowUser(FastHttpUser):
     def report(self, record: CallRecord) -> None:
         self.last_call_s = record.ended - record.started
         events.request.fire(
-            request_type="FLOW",
+            request_type=CALL,
             name=record.tool,
             response_time=record.latency_ms,
-            response_length=record.rounds,
+            response_length=0,  # a call has no one body; its rounds are the POST rows
             exception=None if record.outcome == "completed" else RuntimeError(record.outcome),
             context={"arch": record.arch},
         )
         if CALLS_FILE:
             with open(CALLS_FILE, "a") as log:
                 log.write(record.to_json() + "\n")
-
-
-def request_name(body: dict[str, Any]) -> str:
-    """How Locust groups a request in its statistics."""
-    params = body.get("params") or {}
-    return f"{body.get('method', 'answer')} {params.get('name', '')}".strip()
 
 
 def header(response: Any, name: str) -> str | None:

@@ -28,6 +28,7 @@ from typing import Any
 
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
+from loadtest.locust_stats import REPLICAS_FILE_ENV, read_per_replica
 from loadtest.summary import read_calls, summarize
 from loadtest.upgrade import rolling_upgrade
 from server.harness.process import pinned
@@ -36,8 +37,11 @@ LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 USER_CLASSES = {"mrtr": "MrtrUser", "sticky": "StickyUser", "sse-store": "SseStoreUser"}
 
 
-def locust_command(config: LoadTestConfig, host: str, json_path: Path) -> list[str]:
-    """The headless Locust command for a run."""
+def locust_command(
+    config: LoadTestConfig, host: str, json_path: Path, html_path: Path | None = None
+) -> list[str]:
+    """The headless Locust command for a run; `html_path` keeps Locust's HTML report."""
+    html = ["--html", str(html_path)] if html_path else []
     return pinned([
         sys.executable, "-m", "locust",
         "-f", str(LOCUSTFILE),
@@ -51,6 +55,7 @@ def locust_command(config: LoadTestConfig, host: str, json_path: Path) -> list[s
         "--json-file", str(json_path.with_suffix("")),
         "--only-summary",
         "--loglevel", "WARNING",
+        *html,
         USER_CLASSES[config.arch],
     ], "1" if config.pin_cores else None)  # fmt: skip
 
@@ -76,11 +81,13 @@ def run_scenario(
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     on_cluster: Callable[[Cluster, str], None] | None = None,
+    html_path: Path | None = None,
 ) -> dict[str, Any]:
     """Run one scenario end to end and return its summary.
 
     `on_cluster(cluster, moment)` is called when the swarm starts ("before") and when it
     has finished ("after"), while the cluster is up: a hook for measuring it.
+    `html_path` is where Locust's own HTML report goes (none is kept without it).
     """
     hook = on_cluster or (lambda cluster, moment: None)
     with tempfile.TemporaryDirectory(prefix="mrtr-loadtest-") as tmp:
@@ -89,6 +96,8 @@ def run_scenario(
         calls_path = work / "calls.jsonl"
         calls_path.unlink(missing_ok=True)
         json_path = work / "locust.json"
+        replicas_path = work / "replicas.json"
+        replicas_path.unlink(missing_ok=True)
         started_path = work / "started"
         started_path.unlink(missing_ok=True)
         progress(f"{config.arch}/{config.scenario}: starting {config.replicas} replicas")
@@ -98,6 +107,7 @@ def run_scenario(
                 "LOADTEST_CONFIG": json.dumps(dataclasses.asdict(config)),
                 "LOADTEST_CALLS_FILE": str(calls_path),
                 "LOADTEST_STARTED_FILE": str(started_path),
+                REPLICAS_FILE_ENV: str(replicas_path),
                 "PYTHONWARNINGS": "ignore",
             }
             progress(
@@ -105,7 +115,7 @@ def run_scenario(
             )
             with open(work / "locust.log", "ab") as locust_log:
                 swarm = subprocess.Popen(
-                    locust_command(config, cluster.url, json_path),
+                    locust_command(config, cluster.url, json_path, html_path),
                     env=env,
                     stdout=subprocess.DEVNULL,
                     stderr=locust_log,
@@ -136,6 +146,7 @@ def run_scenario(
                 swarm_ended=ended,
                 versions=dict(cluster.versions),
                 locust_report=report,
+                per_replica=read_per_replica(replicas_path),
             )
     progress(
         f"done: {summary['completed']} completed, {summary['failed']} failed, "

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from loadtest.config import LoadTestConfig
+from loadtest.locust_stats import CALL
 
 
 def read_calls(path: Path) -> list[dict[str, Any]]:
@@ -30,15 +31,20 @@ def percentiles_ms(values: list[float]) -> dict[str, float | None]:
     return {"p50": round(float(p50), 2), "p95": round(float(p95), 2), "p99": round(float(p99), 2)}
 
 
-def locust_flow_totals(report: Any) -> dict[str, int]:
-    """FLOW requests and failures from Locust's `--json-file` report."""
-    flows = [r for r in report or [] if r.get("method") == "FLOW"]
-    http = [r for r in report or [] if r.get("method") != "FLOW"]
+def locust_flow_totals(report: Any) -> dict[str, Any]:
+    """Calls (`CALL` rows) and HTTP requests (by round kind) from Locust's `--json-file`
+    report."""
+    flows = [r for r in report or [] if r.get("method") == CALL]
+    http = [r for r in report or [] if r.get("method") != CALL]
+    by_kind = Counter[str]()
+    for row in http:
+        by_kind[row.get("name", "")] += row.get("num_requests", 0)
     return {
         "flows": sum(r.get("num_requests", 0) for r in flows),
         "flow_failures": sum(r.get("num_failures", 0) for r in flows),
         "http_requests": sum(r.get("num_requests", 0) for r in http),
         "http_failures": sum(r.get("num_failures", 0) for r in http),
+        "http_by_kind": dict(sorted(by_kind.items())),
     }
 
 
@@ -51,8 +57,13 @@ def summarize(
     swarm_ended: float,
     versions: dict[str, int],
     locust_report: Any = None,
+    per_replica: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The run's summary document."""
+    """The run's summary document.
+
+    `per_replica` is every replica's HTTP requests by round kind, as Locust's users saw
+    them (`loadtest.locust_stats.read_per_replica`).
+    """
     outcomes = Counter(c["outcome"] for c in calls)
     completed = [c for c in calls if c["outcome"] == "completed"]
     duration_s = max(swarm_ended - swarm_started, 1e-9)
@@ -70,6 +81,7 @@ def summarize(
         "latency_ms": percentiles_ms([c["latency_ms"] for c in completed]),
         "throughput_per_s": round(len(completed) / duration_s, 3),
         "replica_share": dict(sorted(served.items())),
+        "per_replica": per_replica or {},
         "timeline": timeline(calls, swarm_started, swarm_ended),
         "faults": [
             {**e, "t": round(e["t"] - swarm_started, 3)}

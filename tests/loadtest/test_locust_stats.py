@@ -1,0 +1,146 @@
+"""Locust's statistics of a swarm: call rows apart from HTTP rows, rounds by kind, replicas.
+
+Short headless swarms on real HAProxy, replicas and Locust, read back from Locust's own
+JSON report, the run's summary and Locust's HTML report.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadtest.config import LoadTestConfig
+from loadtest.haproxy import HAProxy
+from loadtest.locust_stats import (
+    ANSWER_POST,
+    ANSWER_RETRY,
+    CALL,
+    NO_REPLICA,
+    ROUND_1,
+    ROUND_KINDS,
+    SESSION,
+    SSE_CALL,
+    STATE_RETRY,
+    TASK_ANSWER,
+    TASK_POLL,
+    ReplicaCounts,
+    per_replica,
+    round_kind,
+)
+from loadtest.scenarios import run_scenario
+
+needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+
+
+def quiet(line: str) -> None:
+    pass
+
+
+def call(**params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+
+
+def test_each_request_body_has_its_round_kind() -> None:
+    assert round_kind(call(name="get_weather")) == ROUND_1
+    assert round_kind(call(name="x", inputResponses={}, requestState="s")) == ANSWER_RETRY
+    assert round_kind(call(name="crunch", requestState="s")) == STATE_RETRY
+    assert round_kind(call(name="get_weather"), streamed=True) == SSE_CALL
+    assert round_kind({"jsonrpc": "2.0", "id": 3, "result": {"action": "accept"}}) == ANSWER_POST
+    assert round_kind({"method": "initialize"}) == SESSION
+    assert round_kind({"method": "tasks/get"}) == TASK_POLL
+    assert round_kind({"method": "tasks/update"}) == TASK_ANSWER
+    assert round_kind({"method": "ping"}) == "ping"
+
+
+def test_replica_counts_travel_from_workers_and_add_up() -> None:
+    worker, master = ReplicaCounts(), ReplicaCounts()
+    for served_by, kind in [("r1", ROUND_1), ("r1", ANSWER_RETRY), ("r2", ROUND_1), (None, "x")]:
+        worker.add(served_by, kind)
+    master.merge(worker.take())
+    assert worker.by_replica() == {}
+    worker.add("r2", ROUND_1)
+    master.merge(worker.take())
+    table = per_replica(master.by_replica())
+    assert table["r1"] == {"requests": 2, "kinds": {ANSWER_RETRY: 1, ROUND_1: 1}}
+    assert table["r2"] == {"requests": 2, "kinds": {ROUND_1: 2}}
+    assert table[NO_REPLICA]["requests"] == 1
+
+
+def check_locust_rows(
+    report: list[dict[str, Any]], summary: dict[str, Any], tools: set[str]
+) -> set[str]:
+    """What every run's statistics must show; the round kinds the report has."""
+    calls = [r for r in report if r["method"] == CALL]
+    rounds = [r for r in report if r["method"] != CALL]
+    assert calls and rounds
+    assert {r["name"] for r in calls} <= tools
+    assert sum(r["num_requests"] for r in calls) == summary["started"]
+    # A call row's size is no byte count it never had, least of all its rounds.
+    assert all(r["total_content_length"] == 0 for r in calls)
+    assert {r["method"] for r in rounds} == {"POST"}
+    kinds = {r["name"] for r in rounds}
+    assert kinds <= set(ROUND_KINDS)
+    # Every HTTP request was served by one named replica (or none), no more, no less.
+    replicas = summary["per_replica"]
+    http_requests = sum(r["num_requests"] for r in rounds)
+    assert http_requests == summary["locust"]["http_requests"] > 0
+    assert sum(v["requests"] for v in replicas.values()) == http_requests
+    for kind in kinds:
+        served = sum(v["kinds"].get(kind, 0) for v in replicas.values())
+        assert served == sum(r["num_requests"] for r in rounds if r["name"] == kind)
+    named = {name for name in replicas if name != NO_REPLICA}
+    assert named == {f"r{i + 1}" for i in range(summary["config"]["replicas"])}
+    return kinds
+
+
+@needs_haproxy
+def test_the_command_line_keeps_mrtr_rounds_by_kind_and_locusts_html_report(
+    tmp_path: Path,
+) -> None:
+    """An overload run: shedding `crunch` calls come back with their state only."""
+    out = tmp_path / "overload.json"
+    command = [
+        sys.executable, "-m", "loadtest", "scenario", "overload", "--arch", "mrtr",
+        "--replicas", "2", "--users", "6", "--duration", "6", "--json", str(out),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    summary = json.loads(out.read_text())
+    html = tmp_path / "overload.html"
+    assert html.stat().st_size > 1000
+    assert "round 1" in html.read_text()
+    by_kind = summary["locust"]["http_by_kind"]
+    assert by_kind[ROUND_1] > 0 and by_kind[STATE_RETRY] > 0, by_kind
+    replicas = summary["per_replica"]
+    assert sum(v["requests"] for v in replicas.values()) == summary["locust"]["http_requests"]
+    assert any(replicas[r]["kinds"].get(STATE_RETRY) for r in ("r1", "r2")), replicas
+
+
+@needs_haproxy
+@pytest.mark.parametrize(
+    ("arch", "expected"),
+    [("mrtr", {ROUND_1, ANSWER_RETRY}), ("sticky", {SESSION, SSE_CALL, ANSWER_POST})],
+)
+def test_calls_and_rounds_by_kind_are_separate_rows(
+    arch: str, expected: set[str], tmp_path: Path
+) -> None:
+    config = LoadTestConfig(
+        arch=arch,
+        replicas=2,
+        users=6,
+        duration_s=5,
+        think_time_median_s=0.1,
+        tool_mix={"get_weather": 1.0, "update_work_item": 1.0},
+    )
+    summary = run_scenario(
+        config, workdir=tmp_path, progress=quiet, html_path=tmp_path / "report.html"
+    )
+    assert summary["completed"] > 5, summary["errors"]
+    report = json.loads((tmp_path / "locust.json").read_text())
+    kinds = check_locust_rows(report, summary, set(config.tool_mix))
+    assert expected <= kinds, kinds
+    assert (tmp_path / "report.html").stat().st_size > 1000
