@@ -145,6 +145,20 @@ def _serve(argv: list[str]) -> int:
         help="legacy calls one principal may hold open at once (0: no limit); more get 429",
     )
     parser.add_argument(
+        "--max-sessions-per-principal",
+        type=int,
+        default=ServerConfig.max_sessions_per_principal,
+        metavar="N",
+        help="legacy sessions one principal may have open (0: no limit); more get HTTP 429",
+    )
+    parser.add_argument(
+        "--max-tasks-per-principal",
+        type=int,
+        default=ServerConfig.max_tasks_per_principal,
+        metavar="N",
+        help="unexpired tasks one principal may keep (0: no limit); more get HTTP 429",
+    )
+    parser.add_argument(
         "--rate-per-principal",
         type=float,
         default=ServerConfig.requests_per_s_per_principal,
@@ -177,6 +191,8 @@ def _serve(argv: list[str]) -> int:
             idle_timeout_s=args.idle_timeout_s,
             header_timeout_s=args.header_timeout_s,
             max_held_calls_per_principal=args.max_held_calls_per_principal,
+            max_sessions_per_principal=args.max_sessions_per_principal,
+            max_tasks_per_principal=args.max_tasks_per_principal,
             requests_per_s_per_principal=args.rate_per_principal,
             legacy_store=args.legacy_store,
             legacy_answer_timeout_s=args.legacy_answer_timeout_s,

@@ -123,6 +123,7 @@ class McpServer:
             default_ttl_ms=config.task_default_ttl_ms,
             max_ttl_ms=config.task_max_ttl_ms,
             poll_interval_ms=config.task_poll_interval_ms,
+            max_tasks_per_principal=config.max_tasks_per_principal,
         )
         tasks = TaskMethods(
             self.task_store,

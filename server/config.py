@@ -179,6 +179,15 @@ class ServerConfig:
     #: limit off, the default: every anonymous caller is one principal, and the load test's
     #: swarm is anonymous.
     max_held_calls_per_principal: int = 0
+    #: Legacy sessions one principal may have open at once (each keeps its client's
+    #: capabilities for up to `legacy_session_ttl_s`); `initialize` beyond it gets HTTP
+    #: 429. Counted in the legacy store, so with Redis the cap holds across replicas. 0
+    #: turns it off, the default, for the same reason as the held-call limit.
+    max_sessions_per_principal: int = 0
+    #: Tasks one principal may keep in the task store at once (each, with its arguments
+    #: and answers, stays until its ttl expires); a task call beyond it gets HTTP 429.
+    #: Counted in the store, across replicas. 0 turns it off, the default.
+    max_tasks_per_principal: int = 0
     #: Requests per second one principal may send to this replica (a token bucket with a
     #: burst of twice that); more get HTTP 429 with Retry-After. 0 turns the limit off.
     requests_per_s_per_principal: float = 0.0
@@ -217,7 +226,13 @@ class ServerConfig:
                 raise ConfigError(f"{name} must be positive")
         if not self.state_keys:
             raise ConfigError("at least one state key is needed")
-        if self.requests_per_s_per_principal < 0 or self.max_held_calls_per_principal < 0:
+        limits = (
+            self.requests_per_s_per_principal,
+            self.max_held_calls_per_principal,
+            self.max_sessions_per_principal,
+            self.max_tasks_per_principal,
+        )
+        if min(limits) < 0:
             raise ConfigError("per-principal limits must be >= 0 (0: no limit)")
         public = self.public_development_settings()
         if public and not self.loopback_only and not self.allow_development_keys:

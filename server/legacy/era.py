@@ -38,7 +38,7 @@ from server.core.store import StoreUnavailable
 from server.legacy.channel import HeldCall, SseAttempt, SseChannel, StreamEnd
 from server.legacy.footprint import held_bytes
 from server.legacy.metrics import LegacyMetrics
-from server.legacy.store import Delivery, Session, open_store
+from server.legacy.store import Delivery, Session, TooManySessions, open_store
 from server.legacy.wire import (
     CATALOG_METHODS,
     HOLDING_METHODS,
@@ -48,13 +48,11 @@ from server.legacy.wire import (
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
 from server.protocol.headers import SESSION_HEADER
-from server.protocol.jsonrpc import Message, RpcError, invalid_params
+from server.protocol.jsonrpc import Message, RpcError, invalid_params, too_many_requests
 from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
 
 log = logging.getLogger("server.legacy")
-#: The JSON-RPC error code (implementation-defined range) for a caller over its limits.
-TOO_MANY_REQUESTS = -32029
 
 
 class LegacyEra:
@@ -246,7 +244,12 @@ class LegacyEra:
             client_capabilities=capabilities,
             client_info=client_info,
         )
-        await self.store.create_session(session)
+        limit = self.config.max_sessions_per_principal
+        try:
+            await self.store.create_session(session, max_per_principal=limit)
+        except TooManySessions as exc:
+            refusal = f"Too many sessions open for this principal (limit {limit}): end one first"
+            raise too_many_requests(refusal, limit) from exc
         self.metrics.sessions.labels("created").inc()
         self.server_metrics.count_request("initialize", "complete")
         result = {
@@ -351,11 +354,10 @@ class LegacyEra:
         limit = self.config.max_held_calls_per_principal
         if limit and sum(1 for other in self.held if other.principal == call.principal) >= limit:
             # Each held call keeps tens of kilobytes and a connection while nobody answers.
-            raise RpcError(
-                TOO_MANY_REQUESTS,
+            raise too_many_requests(
                 f"Too many calls held open for this principal (limit {limit}): "
                 "answer or cancel one first",
-                http_status=429,
+                limit,
             )
         held = HeldCall(session.session_id, call.message.id, call.principal)
         call.notify = held.queue.put

@@ -13,25 +13,39 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from server.core.store import StoreUnavailable, bounded
-from server.legacy.store import Delivery, LegacyStore, Session, WaitingCalls
+from server.legacy.store import Delivery, LegacyStore, Session, TooManySessions, WaitingCalls
 
 log = logging.getLogger("server.legacy")
 
 T = TypeVar("T")
 #: Prefix of every key and channel the lab writes in Redis.
 KEY_PREFIX = "mrtr:legacy"
+# A session under a per-principal cap: ids whose session expired or ended leave the
+# principal's index first; a principal already at its cap is refused (0).
+_CREATE_CAPPED = """
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if redis.call('EXISTS', ARGV[5] .. id) == 0 then redis.call('ZREM', KEYS[2], id) end
+end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[3])
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
 
 
 class RedisStore(LegacyStore):
     """Sessions and pending requests in Redis; answers published to the waiting replica.
 
     Keys (all under `mrtr:legacy`): `session:<id>` holds a session as JSON with an idle
-    TTL; `pending:<session>:<request>` names the channel of the replica waiting for that
+    TTL; `sessions-of:<principal>` the ids of a principal's sessions, kept only under a
+    per-principal cap and trimmed of ended ones at the principal's next `initialize`;
+    `pending:<session>:<request>` names the channel of the replica waiting for that
     answer, with a TTL a little past the answer timeout. Each replica process listens on
     its own channel `answers:<replica>:<instance>`.
     """
@@ -73,6 +87,7 @@ class RedisStore(LegacyStore):
             retry=Retry(NoBackoff(), 0),
             health_check_interval=max(1, int(timeout_s * 5)),
         )
+        self._create_capped = self._redis.register_script(_CREATE_CAPPED)
         self._waiting = WaitingCalls()
         self._listener: asyncio.Task[None] | None = None
         self._listen_lock = asyncio.Lock()
@@ -86,11 +101,21 @@ class RedisStore(LegacyStore):
         with contextlib.suppress(Exception):
             await self._redis.aclose()
 
-    async def create_session(self, session: Session) -> None:
-        await self._call(
-            "create_session",
-            self._redis.set(self._session_key(session.session_id), session.to_json(), px=self._ttl),
+    async def create_session(self, session: Session, *, max_per_principal: int = 0) -> None:
+        key = self._session_key(session.session_id)
+        if not max_per_principal:
+            await self._call(
+                "create_session", self._redis.set(key, session.to_json(), px=self._ttl)
+            )
+            return
+        index = f"{KEY_PREFIX}:sessions-of:{session.principal}"
+        args: list[str | int] = [session.to_json(), self._ttl, session.session_id]
+        args += [max_per_principal, self._session_key(""), int(time.time() * 1000)]
+        created = await self._call(
+            "create_session", self._create_capped(keys=[key, index], args=args)
         )
+        if not created:
+            raise TooManySessions
 
     async def session(self, session_id: str) -> Session | None:
         raw = await self._call(

@@ -64,6 +64,10 @@ class Session:
         return cls(**json.loads(text))
 
 
+class TooManySessions(Exception):
+    """A principal already has as many open sessions as one may have."""
+
+
 class LegacyStore(ABC):
     """Sessions, and a rendezvous between a waiting call and the answer to its request."""
 
@@ -75,8 +79,9 @@ class LegacyStore(ABC):
         """Release connections; calls still waiting fail with `StoreUnavailable`."""
 
     @abstractmethod
-    async def create_session(self, session: Session) -> None:
-        """Register a new session."""
+    async def create_session(self, session: Session, *, max_per_principal: int = 0) -> None:
+        """Register a new session; with `max_per_principal` > 0, refuse it
+        (`TooManySessions`) when its principal already has that many open."""
 
     @abstractmethod
     async def session(self, session_id: str) -> Session | None:
@@ -149,15 +154,25 @@ class MemoryStore(LegacyStore):
         self.session_ttl_s = session_ttl_s
         #: session id -> (session, monotonic time it expires)
         self._sessions: dict[str, tuple[Session, float]] = {}
+        #: principal -> ids of its sessions (for the per-principal cap)
+        self._of_principal: dict[str, set[str]] = {}
         self._waiting = WaitingCalls()
         self._next_purge = 0.0
 
     async def close(self) -> None:
         self._waiting.fail_all(StoreUnavailable("legacy", "close"))
 
-    async def create_session(self, session: Session) -> None:
+    async def create_session(self, session: Session, *, max_per_principal: int = 0) -> None:
         self._purge()
-        self._sessions[session.session_id] = (session, time.monotonic() + self.session_ttl_s)
+        now = time.monotonic()
+        if max_per_principal:
+            for session_id in list(self._of_principal.get(session.principal, ())):
+                if self._sessions[session_id][1] <= now:
+                    self._drop(session_id)
+            if len(self._of_principal.get(session.principal, ())) >= max_per_principal:
+                raise TooManySessions
+        self._sessions[session.session_id] = (session, now + self.session_ttl_s)
+        self._of_principal.setdefault(session.principal, set()).add(session.session_id)
 
     async def session(self, session_id: str) -> Session | None:
         entry = self._sessions.get(session_id)
@@ -165,7 +180,7 @@ class MemoryStore(LegacyStore):
             return None
         now = time.monotonic()
         if entry[1] <= now:
-            del self._sessions[session_id]
+            self._drop(session_id)
             return None
         self._sessions[session_id] = (entry[0], now + self.session_ttl_s)
         return entry[0]
@@ -176,7 +191,17 @@ class MemoryStore(LegacyStore):
             self._sessions[session.session_id] = (session, expires)
 
     async def end_session(self, session_id: str) -> bool:
-        return self._sessions.pop(session_id, None) is not None
+        return self._drop(session_id)
+
+    def _drop(self, session_id: str) -> bool:
+        entry = self._sessions.pop(session_id, None)
+        if entry is None:
+            return False
+        mine = self._of_principal.get(entry[0].principal, set())
+        mine.discard(session_id)
+        if not mine:
+            self._of_principal.pop(entry[0].principal, None)
+        return True
 
     async def expect(self, session_id: str, request_id: str) -> asyncio.Future[dict[str, Any]]:
         return self._waiting.add(session_id, request_id)
@@ -200,7 +225,7 @@ class MemoryStore(LegacyStore):
             return
         self._next_purge = now + 1.0
         for session_id in [s for s, (_, expires) in self._sessions.items() if expires <= now]:
-            del self._sessions[session_id]
+            self._drop(session_id)
 
 
 def open_store(

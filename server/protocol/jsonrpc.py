@@ -21,6 +21,8 @@ INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: The lab's code (implementation-defined range) for a caller over a per-principal limit.
+TOO_MANY_REQUESTS = -32029
 
 RequestId = str | int | None
 
@@ -53,6 +55,11 @@ class RpcError(Exception):
 def invalid_params(message: str, data: Any = None) -> RpcError:
     """The error for params that are present but wrong (-32602)."""
     return RpcError(INVALID_PARAMS, message, data)
+
+
+def too_many_requests(message: str, limit: int) -> RpcError:
+    """The error for a caller over one of its per-principal limits (HTTP 429)."""
+    return RpcError(TOO_MANY_REQUESTS, message, {"limit": limit}, http_status=429)
 
 
 @dataclass(slots=True)

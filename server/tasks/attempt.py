@@ -14,7 +14,8 @@ from server.core.call import Attempt, Call, Invocation
 from server.core.catalog import Tool
 from server.core.context import BecomeTask
 from server.core.store import StoreUnavailable
-from server.tasks.store import WORKING, TaskRecord, TaskStore, now_ms
+from server.protocol.jsonrpc import too_many_requests
+from server.tasks.store import WORKING, TaskRecord, TaskStore, TooManyTasks, now_ms
 from server.tasks.wire import (
     EXTENSION,
     SEED,
@@ -39,6 +40,7 @@ class TaskAttempt:
         default_ttl_ms: int,
         max_ttl_ms: int,
         poll_interval_ms: int,
+        max_tasks_per_principal: int = 0,
     ) -> None:
         self.inner = inner
         self.store = store
@@ -46,6 +48,8 @@ class TaskAttempt:
         self.default_ttl_ms = default_ttl_ms
         self.max_ttl_ms = max_ttl_ms
         self.poll_interval_ms = poll_interval_ms
+        #: Live (unexpired) tasks one principal may keep in the store; 0: no limit.
+        self.max_tasks_per_principal = max_tasks_per_principal
 
     async def __call__(self, call: Call, invocation: Invocation) -> dict[str, Any]:
         """Run the invocation; a tool that becomes a task ends the request with the task."""
@@ -67,6 +71,13 @@ class TaskAttempt:
                 record = await self._create(call, tool, invocation.arguments, switch)
             except StoreUnavailable as exc:
                 raise store_unavailable(exc) from exc
+            except TooManyTasks as exc:
+                # Each task keeps its arguments and answers in the store until it expires.
+                raise too_many_requests(
+                    f"Too many live tasks for this principal (limit {exc.limit}): "
+                    "wait for one to expire (its ttl) before starting another",
+                    exc.limit,
+                ) from exc
         self.worker.start(record)
         if wire == SEED:
             return {"resultType": "task", "task": wire_task(record, SEED)}
@@ -110,5 +121,5 @@ class TaskAttempt:
         )
         self.worker.lease(record)
         # Durable before it is announced: a tasks/get right after this must find it.
-        await self.store.create(record)
+        await self.store.create(record, max_live=self.max_tasks_per_principal)
         return record

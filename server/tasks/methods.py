@@ -208,15 +208,12 @@ class TaskMethods:
         after = page_after(call.message.params.get("cursor"))
         if call.principal == self.anonymous:
             return {"resultType": "complete", "tasks": []}
-        records = sorted(await self.store.list_for(call.principal), key=_list_order)
-        if after is not None:
-            records = [r for r in records if _list_order(r) > after]
-        page = records[: self.list_page_size]
+        page, more = await self.store.list_page(call.principal, after, self.list_page_size)
         result: dict[str, Any] = {
             "resultType": "complete",
             "tasks": [wire_task(r, SEED) for r in page],
         }
-        if len(records) > len(page):
+        if more and page:
             result["nextCursor"] = list_cursor(page[-1])
         return result
 
@@ -305,13 +302,9 @@ class TaskMethods:
         return stored
 
 
-def _list_order(record: TaskRecord) -> tuple[int, str]:
-    return record.created_at_ms, record.task_id
-
-
 def list_cursor(record: TaskRecord) -> str:
     """The opaque `nextCursor` that resumes a listing after `record`."""
-    key = json.dumps([record.created_at_ms, record.task_id], separators=(",", ":"))
+    key = json.dumps(list(record.list_key), separators=(",", ":"))
     return base64.urlsafe_b64encode(key.encode()).decode()
 
 

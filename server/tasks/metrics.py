@@ -24,7 +24,7 @@ from prometheus_client import Counter, Gauge
 
 from server.core.metrics import ServerMetrics
 from server.core.store import StoreUnavailable
-from server.tasks.store import Change, TaskRecord, TaskStore
+from server.tasks.store import Change, ListKey, TaskRecord, TaskStore
 
 T = TypeVar("T")
 
@@ -70,15 +70,17 @@ class MeteredTaskStore(TaskStore):
             self.metrics.store_errors.labels(operation).inc()
             raise
 
-    async def create(self, record: TaskRecord) -> None:
-        await self._counted("create", self.inner.create(record))
+    async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
+        await self._counted("create", self.inner.create(record, max_live=max_live))
         self.metrics.statuses.labels(record.status).inc()
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return await self._counted("get", self.inner.get(task_id))
 
-    async def list_for(self, principal: str) -> list[TaskRecord]:
-        return await self._counted("list", self.inner.list_for(principal))
+    async def list_page(
+        self, principal: str, after: ListKey | None, limit: int
+    ) -> tuple[list[TaskRecord], bool]:
+        return await self._counted("list", self.inner.list_page(principal, after, limit))
 
     async def update(self, task_id: str, change: Change) -> tuple[TaskRecord | None, bool]:
         before: list[str] = []

@@ -19,15 +19,14 @@ call has a timeout, so a dead store is an error, never a hang.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import json
-import secrets
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
-
-from server.core.store import StoreUnavailable, bounded
 
 #: Task statuses (the seed's and the extension's are the same five).
 WORKING = "working"
@@ -36,6 +35,10 @@ COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+
+
+#: A task's place in its principal's list (`tasks/list`): (created_at_ms, task_id).
+ListKey = tuple[int, str]
 
 
 def now_ms() -> int:
@@ -88,6 +91,11 @@ class TaskRecord:
         return self.created_at_ms + self.ttl_ms
 
     @property
+    def list_key(self) -> ListKey:
+        """Where the task stands in its principal's list: creation time, then id."""
+        return self.created_at_ms, self.task_id
+
+    @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
 
@@ -112,20 +120,50 @@ class TaskRecord:
 Change = Callable[[TaskRecord], bool]
 
 
+class TooManyTasks(Exception):
+    """A principal already has as many live tasks as the store may keep for one."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"too many live tasks for this principal (limit {limit})")
+        self.limit = limit
+
+
 class TaskStore(ABC):
     """Where tasks live; every method may raise `StoreUnavailable`."""
 
     @abstractmethod
-    async def create(self, record: TaskRecord) -> None:
-        """Store a new task; it is readable as soon as this returns."""
+    async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
+        """Store a new task; it is readable as soon as this returns.
+
+        With `max_live` > 0, refuse it (`TooManyTasks`) when its principal already has that
+        many tasks that have not expired.
+        """
 
     @abstractmethod
     async def get(self, task_id: str) -> TaskRecord | None:
         """The task, or None if there is none (never created, or expired)."""
 
     @abstractmethod
+    async def list_page(
+        self, principal: str, after: ListKey | None, limit: int
+    ) -> tuple[list[TaskRecord], bool]:
+        """Up to `limit` of the principal's live tasks after `after`, oldest first, and
+        whether more follow.
+
+        Read from a per-principal index in creation order, so a page reads (and parses)
+        only its own tasks, however many the principal has.
+        """
+
     async def list_for(self, principal: str) -> list[TaskRecord]:
-        """The principal's live tasks, oldest first."""
+        """All the principal's live tasks, oldest first (page after page)."""
+        found: list[TaskRecord] = []
+        after: ListKey | None = None
+        while True:
+            page, more = await self.list_page(principal, after, 100)
+            found += page
+            if not more or not page:
+                return found
+            after = page[-1].list_key
 
     @abstractmethod
     async def _compare_and_set(self, record: TaskRecord) -> bool:
@@ -176,175 +214,86 @@ class InProcessTaskStore(TaskStore):
 
     def __init__(self) -> None:
         # Serialized like Redis, so both stores share one behaviour (copies, JSON only).
-        self._tasks: dict[str, tuple[int, str, int, str]] = {}
+        #: task id -> (version, JSON, expires_at_ms, principal, created_at_ms)
+        self._tasks: dict[str, tuple[int, str, int, str, int]] = {}
+        #: Each principal's tasks as sorted (created_at_ms, task_id): the list's index.
+        self._index: dict[str, list[ListKey]] = {}
 
-    async def create(self, record: TaskRecord) -> None:
+    async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
+        keys = self._index.setdefault(record.principal, [])
+        if max_live and self._live(keys) >= max_live:
+            raise TooManyTasks(max_live)
         record.version = 0
-        self._tasks[record.task_id] = (0, record.to_json(), record.expires_at_ms, record.principal)
+        self._tasks[record.task_id] = (
+            0,
+            record.to_json(),
+            record.expires_at_ms,
+            record.principal,
+            record.created_at_ms,
+        )
+        bisect.insort(keys, record.list_key)
+
+    def _live(self, keys: list[ListKey]) -> int:
+        now = now_ms()
+        return sum(1 for _, tid in keys if tid in self._tasks and self._tasks[tid][2] > now)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         entry = self._tasks.get(task_id)
         if entry is None:
             return None
-        version, text, expires_at_ms, _ = entry
+        version, text, expires_at_ms, _, _ = entry
         if expires_at_ms <= now_ms():
-            del self._tasks[task_id]
+            self._remove(task_id)
             return None
         return TaskRecord.from_json(text, version)
 
-    async def list_for(self, principal: str) -> list[TaskRecord]:
-        ids = [tid for tid, entry in self._tasks.items() if entry[3] == principal]
-        found = [r for r in [await self.get(tid) for tid in ids] if r is not None]
-        return sorted(found, key=lambda r: r.created_at_ms)
+    async def list_page(
+        self, principal: str, after: ListKey | None, limit: int
+    ) -> tuple[list[TaskRecord], bool]:
+        keys = self._index.get(principal, [])
+        start = 0 if after is None else bisect.bisect_right(keys, after)
+        now = now_ms()
+        live = []
+        for _, tid in itertools.islice(keys, start, None):
+            if self._tasks[tid][2] > now:
+                live.append(tid)
+                if len(live) > limit:
+                    break
+        page = [r for r in [await self.get(tid) for tid in live[:limit]] if r is not None]
+        return page, len(live) > limit
 
     async def _compare_and_set(self, record: TaskRecord) -> bool:
         entry = self._tasks.get(record.task_id)
         if entry is None or entry[0] != record.version:
             return False
-        self._tasks[record.task_id] = (
-            record.version + 1,
-            record.to_json(),
-            entry[2],
-            entry[3],
-        )
+        self._tasks[record.task_id] = (record.version + 1, record.to_json(), *entry[2:])
         return True
 
     async def sweep(self) -> int:
         now = now_ms()
         expired = [tid for tid, entry in self._tasks.items() if entry[2] <= now]
         for tid in expired:
-            del self._tasks[tid]
+            self._remove(tid)
         return len(expired)
+
+    def _remove(self, task_id: str) -> None:
+        _, _, _, principal, created_at_ms = self._tasks.pop(task_id)
+        keys = self._index.get(principal, [])
+        at = bisect.bisect_left(keys, (created_at_ms, task_id))
+        if at < len(keys) and keys[at] == (created_at_ms, task_id):
+            del keys[at]
+        if not keys:
+            self._index.pop(principal, None)
 
     async def close(self) -> None:
         """Nothing to release: the tasks go with the process."""
-
-
-# A task is created only once, with its expiry, and indexed under its principal; the
-# index expires with the principal's last task and is trimmed of expired ids on the way.
-_CREATE = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'version', '0', 'data', ARGV[1])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-redis.call('PEXPIREAT', KEYS[2], last[2])
-return 1
-"""
-# Compare-and-set: write only if nobody wrote since we read. HSET keeps the key's TTL.
-_COMPARE_AND_SET = """
-if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
-return 1
-"""
-
-
-class RedisTaskStore(TaskStore):
-    """Tasks in Redis, shared by every replica; each task's key expires with its TTL."""
-
-    def __init__(self, url: str, *, timeout_s: float, prefix: str = "mrtr-lab") -> None:
-        import redis.asyncio as redis_asyncio
-
-        self.url = url
-        self.timeout_s = timeout_s
-        self.prefix = prefix
-        self._redis = redis_asyncio.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-        )
-        self._create = self._redis.register_script(_CREATE)
-        self._cas = self._redis.register_script(_COMPARE_AND_SET)
-
-    def _task_key(self, task_id: str) -> str:
-        return f"{self.prefix}:task:{task_id}"
-
-    def _index_key(self, principal: str) -> str:
-        return f"{self.prefix}:tasks-of:{principal}"
-
-    async def _call(self, operation: str, command: Any) -> Any:
-        """Await one Redis command within the store timeout (see `server.core.store`)."""
-        from redis.exceptions import RedisError
-
-        errors = (RedisError, OSError)
-        return await bounded("task", operation, command, timeout_s=self.timeout_s, errors=errors)
-
-    async def create(self, record: TaskRecord) -> None:
-        record.version = 0
-        created = await self._call(
-            "create",
-            self._create(
-                keys=[self._task_key(record.task_id), self._index_key(record.principal)],
-                args=[record.to_json(), record.expires_at_ms, record.task_id, now_ms()],
-            ),
-        )
-        if not created:
-            raise StoreUnavailable("task", "create (the task id exists)")
-
-    async def get(self, task_id: str) -> TaskRecord | None:
-        found = await self._call(
-            "get", self._redis.hmget(self._task_key(task_id), "version", "data")
-        )
-        version, data = found
-        if version is None or data is None:
-            return None
-        return TaskRecord.from_json(data, int(version))
-
-    async def list_for(self, principal: str) -> list[TaskRecord]:
-        ids = await self._call(
-            "list", self._redis.zrangebyscore(self._index_key(principal), now_ms(), "+inf")
-        )
-        records = [await self.get(tid.decode()) for tid in ids]
-        found = [r for r in records if r is not None and r.principal == principal]
-        return sorted(found, key=lambda r: r.created_at_ms)
-
-    async def _compare_and_set(self, record: TaskRecord) -> bool:
-        saved = await self._call(
-            "update",
-            self._cas(
-                keys=[self._task_key(record.task_id)],
-                args=[record.version, record.version + 1, record.to_json()],
-            ),
-        )
-        return bool(saved)
-
-    async def epoch(self, *, create: bool = False) -> str | None:
-        key = f"{self.prefix}:epoch"
-        if create:
-            # Set once per life of the data: a Redis restarted empty gets a new one.
-            await self._call("epoch", self._redis.set(key, secrets.token_hex(4), nx=True))
-        found = await self._call("epoch", self._redis.get(key))
-        return None if found is None else _text(found)
-
-    async def durability_problems(self) -> list[str]:
-        """What in this Redis's configuration could lose an acknowledged task.
-
-        Without an append-only file a restart forgets every task; with an eviction policy
-        other than `noeviction` a full Redis drops tasks to make room. Both are silent.
-        """
-        found = await self._call("check", self._redis.config_get("appendonly", "maxmemory-policy"))
-        settings = {_text(k): _text(v) for k, v in found.items()}
-        problems = []
-        if settings.get("appendonly") != "yes":
-            problems.append("appendonly is not yes (a restart would forget every task)")
-        policy = settings.get("maxmemory-policy", "noeviction")
-        if policy != "noeviction":
-            problems.append(f"maxmemory-policy is {policy} (a full Redis would evict tasks)")
-        return problems
-
-    async def sweep(self) -> int:
-        """Nothing to do: Redis expires each task's key at the end of its TTL."""
-        return 0
-
-    async def close(self) -> None:
-        await self._redis.aclose()
-
-
-def _text(value: str | bytes) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def open_task_store(spec: str, *, timeout_s: float) -> TaskStore:
     """The store named by configuration: `memory`, or a `redis://` URL."""
     if spec == "memory":
         return InProcessTaskStore()
+    # Imported here: a replica with the in-process store starts without loading redis-py.
+    from server.tasks.redis_store import RedisTaskStore
+
     return RedisTaskStore(spec, timeout_s=timeout_s)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 
 import httpx
+import pytest
 from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.harness.process import ServerProcess
 from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, KEY_A, make_config, state_keys_env
+from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, running_replicas, token
 from tests.server.test_bad_input import call_body, headers
 
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
@@ -74,3 +77,52 @@ def test_requests_beyond_a_principals_rate_get_429_with_retry_after() -> None:
         token = mint_token("carol", JWT_SECRET, ttl_s=60)
         own = http.post("/mcp", json=body, headers={**sent, "Authorization": f"Bearer {token}"})
         assert own.status_code == 200  # another principal has its own bucket
+
+
+def bearer(principal: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {mint_token(principal, JWT_SECRET, ttl_s=60)}"}
+
+
+def test_a_principal_opens_at_most_its_limit_of_sessions_across_replicas() -> None:
+    args = ["--max-sessions-per-principal", str(LIMIT)]
+    with redis_server() as redis, running_replicas(2, *args, "--legacy-store", redis.url) as two:
+        urls = itertools.cycle([r.url for r in two])
+        with httpx.Client(timeout=15) as http:
+            opened = []
+            for _ in range(LIMIT):  # one on each replica: the count is the store's
+                reply = http.post(next(urls), json=INIT, headers=bearer("alice"))
+                assert reply.status_code == 200
+                opened.append(reply.headers["mcp-session-id"])
+            over = http.post(next(urls), json=INIT, headers=bearer("alice"))
+            assert over.status_code == 429
+            assert over.json()["error"]["code"] == -32029
+            assert f"limit {LIMIT}" in over.json()["error"]["message"]
+            assert http.post(next(urls), json=INIT, headers=bearer("bob")).status_code == 200
+            ended = http.request(
+                "DELETE",
+                next(urls),
+                headers={
+                    **bearer("alice"),
+                    "Mcp-Session-Id": opened[0],
+                    "MCP-Protocol-Version": "2025-11-25",
+                },
+            )
+            assert ended.status_code == 204
+            assert http.post(next(urls), json=INIT, headers=bearer("alice")).status_code == 200
+
+
+def test_a_principal_keeps_at_most_its_limit_of_tasks_across_replicas() -> None:
+    args = ["--max-tasks-per-principal", str(LIMIT)]
+    with redis_server() as redis, running_replicas(2, *args, "--task-store", redis.url) as two:
+        alice = Wire([r.url for r in two], token=token("alice"))
+        task = {"name": "echo", "task": {"ttl": 60000}}
+        created = [alice("tools/call", task)["task"]["taskId"] for _ in range(LIMIT)]
+        assert len(set(created)) == LIMIT
+        with pytest.raises(RpcFailed) as over:
+            alice("tools/call", task)
+        assert (over.value.code, over.value.http_status) == (-32029, 429)
+        assert f"limit {LIMIT}" in over.value.message
+        listed = alice("tasks/list", {})["tasks"]
+        assert sorted(t["taskId"] for t in listed) == sorted(created)  # the refused one is not
+        bob = Wire([r.url for r in two], token=token("bob"))
+        assert bob("tools/call", task)["task"]["status"] in ("working", "input_required")

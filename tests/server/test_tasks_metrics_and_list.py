@@ -6,15 +6,20 @@ and store-outage tests.)
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from server.client import MrtrClient
 from server.harness.process import ServerProcess
+from server.tasks.redis_store import RedisTaskStore
+from server.tasks.store import TaskRecord, now_ms
 from tests.server.conftest import user_answers
 from tests.server.probes import metric
-from tests.server.tasks_fixtures import RpcFailed, Wire, running_replicas, token
+from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, running_replicas, token
 
 PAGE = 2
 
@@ -71,3 +76,63 @@ def test_a_cursor_that_is_not_one_is_invalid_params(replica: ServerProcess) -> N
         with pytest.raises(RpcFailed) as failed:
             wire("tasks/list", {"cursor": cursor})
         assert failed.value.code == -32602, cursor
+
+
+def test_listing_a_principal_with_a_thousand_tasks_pages_through_them_beside_healthz() -> None:
+    many = 1000
+
+    async def fill(url: str) -> list[str]:
+        store = RedisTaskStore(url, timeout_s=5.0)  # the replicas' own key prefix
+        created = now_ms()
+        ids = []
+        try:
+            for i in range(many):
+                task = TaskRecord(
+                    task_id=f"t-{i:05d}",
+                    principal="hoarder",
+                    tool="echo",
+                    arguments={"padding": "x" * 2000},
+                    client_capabilities={},
+                    status="working",
+                    created_at_ms=created + i // 10,
+                    updated_at_ms=created,
+                    ttl_ms=600_000,
+                    poll_interval_ms=100,
+                )
+                await store.create(task)
+                ids.append(task.task_id)
+        finally:
+            await store.close()
+        return ids
+
+    with redis_server() as redis, running_replicas(1, "--task-store", redis.url) as (one,):
+        created = asyncio.run(fill(redis.url))
+        wire = Wire([one.url], token=token("hoarder"))
+        health: list[int] = []
+        listing = threading.Event()
+
+        def poll_health() -> None:
+            with httpx.Client(timeout=10) as http:
+                while not listing.is_set():
+                    health.append(http.get(f"{one.base_url}/healthz").status_code)
+
+        poller = threading.Thread(target=poll_health)
+        poller.start()
+        listed: list[str] = []
+        pages = 0
+        try:
+            params: dict[str, str] = {}
+            while True:
+                page = wire("tasks/list", params)
+                pages += 1
+                assert len(page["tasks"]) <= 50  # the default page size
+                listed += [t["taskId"] for t in page["tasks"]]
+                if "nextCursor" not in page:
+                    break
+                params = {"cursor": page["nextCursor"]}
+        finally:
+            listing.set()
+            poller.join()
+    assert listed == created  # oldest first, each once
+    assert pages == many // 50
+    assert health and set(health) == {200}

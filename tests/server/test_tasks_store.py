@@ -12,11 +12,12 @@ import pytest
 
 from server.core.store import StoreUnavailable
 from server.harness.process import free_port
+from server.tasks.redis_store import RedisTaskStore
 from server.tasks.store import (
     WORKING,
-    RedisTaskStore,
     TaskRecord,
     TaskStore,
+    TooManyTasks,
     now_ms,
     open_task_store,
 )
@@ -237,3 +238,59 @@ def test_a_store_outage_reaches_the_client_as_a_json_rpc_error() -> None:
         assert metric(replica.base_url, errors % "get") >= 1
         assert metric(replica.base_url, errors % "create") >= 1
         assert metric(replica.base_url, errors % "list") == 0
+
+
+def test_a_list_page_parses_only_its_own_tasks_however_many_the_principal_has(
+    with_store: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsed: list[str] = []
+    from_json = TaskRecord.from_json.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[TaskRecord], text: str | bytes, version: int) -> TaskRecord:
+        found = from_json(cls, text, version)
+        parsed.append(found.task_id)
+        return found
+
+    async def scenario(store: TaskStore) -> None:
+        same_ms = now_ms()
+        for i in range(300):
+            task = record(f"a-{i:03d}")
+            task.created_at_ms = same_ms + i // 7  # runs of tasks created in the same ms
+            await store.create(task)
+        await store.create(record("a-brief", ttl_ms=20))
+        await store.create(record("bob-1", principal="bob"))
+        await asyncio.sleep(0.05)  # a-brief expires, its id still in the index
+        monkeypatch.setattr(TaskRecord, "from_json", classmethod(counting))
+        listed: list[str] = []
+        after = None
+        while True:
+            parsed.clear()
+            page, more = await store.list_page("alice", after, 25)
+            assert len(parsed) <= 25, "a page parsed tasks beyond itself"
+            listed += [r.task_id for r in page]
+            if not more:
+                break
+            after = page[-1].list_key
+        assert listed == [f"a-{i:03d}" for i in range(300)]  # oldest first, each once
+        assert (await store.list_page("bob", None, 25))[0][0].task_id == "bob-1"
+
+    with_store(scenario)
+
+
+def test_a_principal_keeps_at_most_its_cap_of_live_tasks(with_store: Callable[..., None]) -> None:
+    async def scenario(store: TaskStore) -> None:
+        await store.create(record("brief", ttl_ms=100), max_live=3)
+        for i in range(2):
+            await store.create(record(f"long-{i}"), max_live=3)
+        with pytest.raises(TooManyTasks):
+            await store.create(record("over"), max_live=3)
+        assert await store.get("over") is None
+        await store.create(record("bob-1", principal="bob"), max_live=3)  # another principal
+        await asyncio.sleep(0.15)  # the brief task expires: room for one more
+        await store.create(record("after-expiry"), max_live=3)
+        with pytest.raises(TooManyTasks):
+            await store.create(record("over-again"), max_live=3)
+        listed = [r.task_id for r in await store.list_for("alice")]
+        assert listed == ["long-0", "long-1", "after-expiry"]
+
+    with_store(scenario)

@@ -1,0 +1,189 @@
+"""The task store in Redis: every replica sees every task; each task expires with its TTL.
+
+See `server.tasks.store` for what a task store does. Keys, all under one prefix:
+
+- `task:<id>`: a hash (`version`, `data`: the task as JSON), expiring with the task;
+- `tasks-created:<principal>`: the principal's task ids scored by creation time, the
+  index `tasks/list` pages through, so a page reads only its own tasks;
+- `tasks-expiring:<principal>`: the same ids scored by expiry, so expired ids leave the
+  index (and the live count a per-principal cap compares with) on the next creation;
+- `epoch`: the name of the data's current life (see `TaskStore.epoch`).
+
+Both indexes expire with the principal's last task. Every call is bounded by the store
+timeout (`server.core.store`), so a dead store is an error, never a hang.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from server.core.store import StoreUnavailable, bounded
+from server.tasks.store import ListKey, TaskRecord, TaskStore, TooManyTasks, now_ms
+
+# A task is created only once, with its expiry, and indexed under its principal; expired
+# ids leave both indexes first, and a principal at its cap of live tasks is refused (-1).
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
+for _, id in ipairs(expired) do redis.call('ZREM', KEYS[2], id) end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[4])
+local cap = tonumber(ARGV[6])
+if cap > 0 and redis.call('ZCARD', KEYS[3]) >= cap then return -1 end
+redis.call('HSET', KEYS[1], 'version', '0', 'data', ARGV[1])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+redis.call('PEXPIREAT', KEYS[2], last[2])
+redis.call('PEXPIREAT', KEYS[3], last[2])
+return 1
+"""
+# Compare-and-set: write only if nobody wrote since we read. HSET keeps the key's TTL.
+_COMPARE_AND_SET = """
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'data', ARGV[3])
+return 1
+"""
+
+
+class RedisTaskStore(TaskStore):
+    """Tasks in Redis, shared by every replica; each task's key expires with its TTL."""
+
+    def __init__(self, url: str, *, timeout_s: float, prefix: str = "mrtr-lab") -> None:
+        import redis.asyncio as redis_asyncio
+
+        self.url = url
+        self.timeout_s = timeout_s
+        self.prefix = prefix
+        self._redis = redis_asyncio.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+        self._create = self._redis.register_script(_CREATE)
+        self._cas = self._redis.register_script(_COMPARE_AND_SET)
+
+    def _task_key(self, task_id: str) -> str:
+        return f"{self.prefix}:task:{task_id}"
+
+    def _index_keys(self, principal: str) -> list[str]:
+        return [
+            f"{self.prefix}:tasks-created:{principal}",
+            f"{self.prefix}:tasks-expiring:{principal}",
+        ]
+
+    async def _call(self, operation: str, command: Any) -> Any:
+        """Await one Redis command within the store timeout (see `server.core.store`)."""
+        from redis.exceptions import RedisError
+
+        errors = (RedisError, OSError)
+        return await bounded("task", operation, command, timeout_s=self.timeout_s, errors=errors)
+
+    async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
+        record.version = 0
+        created = await self._call(
+            "create",
+            self._create(
+                keys=[self._task_key(record.task_id), *self._index_keys(record.principal)],
+                args=[
+                    record.to_json(),
+                    record.expires_at_ms,
+                    record.task_id,
+                    now_ms(),
+                    record.created_at_ms,
+                    max_live,
+                ],
+            ),
+        )
+        if created == -1:
+            raise TooManyTasks(max_live)
+        if not created:
+            raise StoreUnavailable("task", "create (the task id exists)")
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        found = await self._call(
+            "get", self._redis.hmget(self._task_key(task_id), "version", "data")
+        )
+        version, data = found
+        if version is None or data is None:
+            return None
+        return TaskRecord.from_json(data, int(version))
+
+    async def list_page(
+        self, principal: str, after: ListKey | None, limit: int
+    ) -> tuple[list[TaskRecord], bool]:
+        """Read the index in creation order, batch by batch, until `limit` + 1 live tasks.
+
+        Ids whose task expired are skipped (the next creation drops them from the index);
+        only the first `limit` tasks found are parsed, the one after says more follow.
+        """
+        index = self._index_keys(principal)[0]
+        low = "-inf" if after is None else after[0]
+        found: list[tuple[bytes, bytes]] = []
+        offset = 0
+        while len(found) <= limit:
+            batch = await self._call(
+                "list",
+                self._redis.zrangebyscore(
+                    index, low, "+inf", start=offset, num=limit + 1, withscores=True
+                ),
+            )
+            if not batch:
+                break
+            offset += len(batch)
+            ids = [
+                member.decode()
+                for member, score in batch
+                if after is None or (int(score), member.decode()) > after
+            ]
+            pipe = self._redis.pipeline(transaction=False)
+            for task_id in ids:
+                pipe.hmget(self._task_key(task_id), "version", "data")
+            rows = await self._call("list", pipe.execute()) if ids else []
+            found += [(v, d) for v, d in rows if v is not None and d is not None]
+        page = [TaskRecord.from_json(data, int(version)) for version, data in found[:limit]]
+        return page, len(found) > limit
+
+    async def _compare_and_set(self, record: TaskRecord) -> bool:
+        saved = await self._call(
+            "update",
+            self._cas(
+                keys=[self._task_key(record.task_id)],
+                args=[record.version, record.version + 1, record.to_json()],
+            ),
+        )
+        return bool(saved)
+
+    async def epoch(self, *, create: bool = False) -> str | None:
+        key = f"{self.prefix}:epoch"
+        if create:
+            # Set once per life of the data: a Redis restarted empty gets a new one.
+            await self._call("epoch", self._redis.set(key, secrets.token_hex(4), nx=True))
+        found = await self._call("epoch", self._redis.get(key))
+        return None if found is None else _text(found)
+
+    async def durability_problems(self) -> list[str]:
+        """What in this Redis's configuration could lose an acknowledged task.
+
+        Without an append-only file a restart forgets every task; with an eviction policy
+        other than `noeviction` a full Redis drops tasks to make room. Both are silent.
+        """
+        found = await self._call("check", self._redis.config_get("appendonly", "maxmemory-policy"))
+        settings = {_text(k): _text(v) for k, v in found.items()}
+        problems = []
+        if settings.get("appendonly") != "yes":
+            problems.append("appendonly is not yes (a restart would forget every task)")
+        policy = settings.get("maxmemory-policy", "noeviction")
+        if policy != "noeviction":
+            problems.append(f"maxmemory-policy is {policy} (a full Redis would evict tasks)")
+        return problems
+
+    async def sweep(self) -> int:
+        """Nothing to do: Redis expires each task's key at the end of its TTL."""
+        return 0
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
