@@ -19,6 +19,9 @@ Two kinds of rows, never mixed:
 | `task result`  | `tasks/result`                                                       |
 | `task answer`  | `tasks/input_response` or `tasks/update`                             |
 
+Locust's `Aggregated` row would add calls and their own requests together; here it
+counts the `POST` rows only (so do its charts of requests per second and failures).
+
 A round sent again after a cut keeps its kind. HAProxy names the replica that served each
 response (`X-Served-By`); `ReplicaCounts` counts requests per replica and round kind
 (`none` when no replica answered), across Locust workers through Locust's own worker
@@ -134,9 +137,43 @@ REPLICAS_FILE_ENV = "LOADTEST_REPLICAS_FILE"
 _REPORT_KEY = "mrtr_replica_counts"
 
 
+def keep_calls_out_of_the_total(stats: Any) -> None:
+    """Log `CALL` rows in Locust's `stats` (a `RequestStats`) without adding them to its
+    `Aggregated` total, which then counts HTTP requests only.
+
+    Locust has no setting for this; its runners log every request through these two
+    methods of the one `stats` object, so they are replaced on that object. A worker's
+    total (HTTP only) is what its master adds to its own.
+    """
+    from locust.stats import StatsError
+
+    log_request, log_error = stats.log_request, stats.log_error
+
+    def log_request_outside_calls(method: str, name: str, response_time: Any, length: int) -> None:
+        if method != CALL:
+            log_request(method, name, response_time, length)
+        else:
+            stats.get(name, method).log(response_time, length)
+
+    def log_error_outside_calls(method: str, name: str, error: Any) -> None:
+        if method != CALL:
+            log_error(method, name, error)
+            return
+        stats.get(name, method).log_error(error)
+        key = StatsError.create_key(method, name, error)
+        stats.errors.setdefault(key, StatsError(method, name, error)).occurred()
+
+    stats.log_request = log_request_outside_calls
+    stats.log_error = log_error_outside_calls
+
+
 def install(events: Any, counts: ReplicaCounts = REPLICA_COUNTS) -> None:
-    """Carry `counts` from workers to their master, clear them with Locust's stats, and
-    write them when Locust quits (a worker writes nothing: its master has them)."""
+    """Keep calls out of Locust's total; carry `counts` from workers to their master,
+    clear them with Locust's stats, and write them when Locust quits (a worker writes
+    nothing: its master has them)."""
+
+    def on_init(environment: Any, **kwargs: Any) -> None:
+        keep_calls_out_of_the_total(environment.stats)
 
     def on_report_to_master(client_id: str, data: dict[str, Any], **kwargs: Any) -> None:
         data[_REPORT_KEY] = counts.take()
@@ -154,6 +191,7 @@ def install(events: Any, counts: ReplicaCounts = REPLICA_COUNTS) -> None:
         if path and not isinstance(environment.runner, WorkerRunner):
             Path(path).write_text(json.dumps(counts.by_replica()))
 
+    events.init.add_listener(on_init)
     events.report_to_master.add_listener(on_report_to_master)
     events.worker_report.add_listener(on_worker_report)
     events.reset_stats.add_listener(on_reset_stats)
