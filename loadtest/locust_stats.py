@@ -26,6 +26,10 @@ A round sent again after a cut keeps its kind. HAProxy names the replica that se
 response (`X-Served-By`); `ReplicaCounts` counts requests per replica and round kind
 (`none` when no replica answered), across Locust workers through Locust's own worker
 reports, and writes them where `LOADTEST_REPLICAS_FILE` says when Locust quits.
+
+A Locust run as a subprocess keeps its HTML report with `--html PATH`; one run in this
+process writes it with `write_html_report`, and takes its counts from
+`per_replica(REPLICA_COUNTS.by_replica())`.
 """
 
 from __future__ import annotations
@@ -182,7 +186,7 @@ def install(events: Any, counts: ReplicaCounts = REPLICA_COUNTS) -> None:
         counts.merge(data.get(_REPORT_KEY) or {})
 
     def on_reset_stats(**kwargs: Any) -> None:
-        counts.clear()
+        counts.clear()  # Locust clears its stats when a test starts and on a reset
 
     def on_quitting(environment: Any, **kwargs: Any) -> None:
         from locust.runners import WorkerRunner
@@ -195,6 +199,7 @@ def install(events: Any, counts: ReplicaCounts = REPLICA_COUNTS) -> None:
     events.report_to_master.add_listener(on_report_to_master)
     events.worker_report.add_listener(on_worker_report)
     events.reset_stats.add_listener(on_reset_stats)
+    events.test_start.add_listener(on_reset_stats)
     events.quitting.add_listener(on_quitting)
 
 
@@ -204,6 +209,13 @@ def per_replica(table: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
         replica: {"requests": sum(kinds.values()), "kinds": dict(sorted(kinds.items()))}
         for replica, kinds in sorted(table.items())
     }
+
+
+def write_html_report(environment: Any, path: Path) -> None:
+    """Locust's own HTML report of a run in this process (what `--html` writes)."""
+    from locust.html import get_html_report
+
+    path.write_text(get_html_report(environment, show_download_link=False))
 
 
 def read_per_replica(path: Path) -> dict[str, dict[str, Any]]:

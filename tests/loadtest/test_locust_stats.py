@@ -72,6 +72,45 @@ def test_replica_counts_travel_from_workers_and_add_up() -> None:
     assert table[NO_REPLICA]["requests"] == 1
 
 
+IN_PROCESS_RUN = """
+import sys
+from pathlib import Path
+
+import locust
+from locust.env import Environment
+
+from loadtest.locust_stats import install, write_html_report
+
+install(locust.events)
+env = Environment(user_classes=[], events=locust.events)
+runner = env.create_local_runner()
+env.events.init.fire(environment=env, runner=runner, web_ui=None)
+for kind in ["round 1", "round 1", "answer retry"]:
+    env.events.request.fire(request_type="POST", name=kind, response_time=5,
+                            response_length=300, exception=None, context={})
+env.events.request.fire(request_type="CALL", name="get_weather", response_time=12,
+                        response_length=0, exception=None, context={})
+env.events.request.fire(request_type="CALL", name="get_weather", response_time=40,
+                        response_length=0, exception=RuntimeError("lost"), context={})
+write_html_report(env, Path(sys.argv[1]))
+"""
+
+
+def test_a_swarm_in_one_process_writes_locusts_html_report_calls_outside_its_total(
+    tmp_path: Path,
+) -> None:
+    html = tmp_path / "report.html"
+    # Locust patches the standard library on import: keep it out of the test process.
+    subprocess.run([sys.executable, "-c", IN_PROCESS_RUN, str(html)], check=True, timeout=60)
+    (total,) = aggregated_rows(html.read_text())
+    assert total["num_requests"] == 3 and total["num_failures"] == 0
+    rows = embedded_rows(html.read_text(), "get_weather")
+    (call,) = [r for r in rows if "num_requests" in r]
+    assert (call["method"], call["num_requests"], call["num_failures"]) == (CALL, 2, 1)
+    (error,) = [r for r in rows if "error" in r]
+    assert error["occurrences"] == 1 and "lost" in error["error"]
+
+
 def check_locust_rows(
     report: list[dict[str, Any]], summary: dict[str, Any], tools: set[str]
 ) -> set[str]:
@@ -150,7 +189,12 @@ def test_calls_and_rounds_by_kind_are_separate_rows(
     assert total["num_failures"] == summary["locust"]["http_failures"]
 
 
+def embedded_rows(html: str, name: str) -> list[dict[str, Any]]:
+    """The rows named `name` a Locust HTML report embeds (statistics, errors)."""
+    pattern = r'\{[^{}]*"name": NAME[^{}]*\}'.replace("NAME", json.dumps(name))
+    return [json.loads(row) for row in re.findall(pattern, html)]
+
+
 def aggregated_rows(html: str) -> list[dict[str, Any]]:
     """The `Aggregated` rows of the request statistics a Locust HTML report embeds."""
-    rows = re.findall(r'\{[^{}]*"name": "Aggregated"[^{}]*\}', html)
-    return [row for row in map(json.loads, rows) if "num_requests" in row]
+    return [row for row in embedded_rows(html, "Aggregated") if "num_requests" in row]
