@@ -3,7 +3,7 @@
     python -m labsim compare [--scenario NAME] [--replications N] [--json FILE] [--plots DIR]
     python -m labsim mmc --arrival-rate L --service-rate M --servers C --calls N --seed S --json
     python -m labsim validate [--replications N] [--scale X]
-    python -m labsim bench [--horizon-s S] [--repeats N]
+    python -m labsim bench [--horizon-s S] [--repeats N] [--no-plan]
     python -m labsim scenarios
 
 Bad parameters print one line on stderr and exit with status 2.
@@ -18,12 +18,15 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pandas as pd
 
 from labsim import scenarios
 from labsim.params import ParameterError, SimParams
+
+if TYPE_CHECKING:
+    from labsim.capacity import PlanRequest
 
 # (summary metric, row label, divisor) in the `compare` table.
 TABLE_METRICS = (
@@ -243,38 +246,25 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    """`bench`: calls per wall-second of each model against a bare SimPy M/M/c loop."""
-    from labsim.benchmark import bench
+    """`bench`: each model against a bare SimPy loop of the same queueing, and `plan`'s time."""
+    from labsim.benchmark import report
 
-    started = time.perf_counter()
     if not args.horizon_s > 0:
         raise ParameterError(f"horizon_s must be > 0, got {args.horizon_s!r}")
-    # The steady scenario's warm-up, shortened for short benchmark horizons.
-    params = SimParams(horizon_s=args.horizon_s, warmup_s=min(300.0, args.horizon_s / 3))
-    table = bench(params, repeats=args.repeats, seed=args.seed)
-    pd.set_option("display.width", 200)
-    print(
-        f"steady scenario, {args.horizon_s:g} simulated s, best of {args.repeats} runs.\n"
-        "slowdown = model wall time / wall time of a bare SimPy M/M/c loop "
-        "with one job per request the model served\n"
-    )
-    print(table.to_string(index=False, float_format=lambda v: f"{v:,.2f}"))
-    worst = table["slowdown"].max()
-    print(f"\nworst slowdown against the bare SimPy loop: {worst:.2f}x (target: within 1.5x)")
-    print(f"elapsed: {time.perf_counter() - started:.1f} s")
+    request = _plan_request(parser().parse_args(["plan"])) if args.plan else None
+    print(report(args.horizon_s, args.repeats, args.seed, request))
     return 0
 
 
-def run_plan(args: argparse.Namespace) -> int:
-    """`plan`: the smallest fleet per architecture that meets the SLO, priced per month."""
-    from labsim.capacity import PlanRequest, plan, plan_table
+def _plan_request(args: argparse.Namespace) -> PlanRequest:
+    """The architect's question as the `plan` arguments put it."""
+    from labsim.capacity import PlanRequest
 
-    started = time.perf_counter()
     mix = {}
     for pair in args.tool_mix.split(","):
         name, _, share = pair.partition("=")
         mix[name.strip()] = _parse_value(share.strip())
-    request = PlanRequest(
+    return PlanRequest(
         rate_per_s=args.rate,
         think_median_s=args.think_median_s,
         slo_p95_ms=args.slo_p95_ms,
@@ -291,6 +281,14 @@ def run_plan(args: argparse.Namespace) -> int:
         measure_s=args.measure_s,
         seed=args.seed,
     )
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """`plan`: the smallest fleet per architecture that meets the SLO, priced per month."""
+    from labsim.capacity import plan, plan_table
+
+    started = time.perf_counter()
+    request = _plan_request(args)
     base = SimParams().with_overrides(**_overrides([], args.params))
     answer = plan(request, base, processes=args.processes, progress=True)
     answer["elapsed_s"] = time.perf_counter() - started
@@ -353,6 +351,7 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--horizon-s", type=float, default=3600.0, help="simulated seconds")
     bench.add_argument("--repeats", type=int, default=3)
     bench.add_argument("--seed", type=int, default=0)
+    bench.add_argument("--no-plan", dest="plan", action="store_false", help="skip timing `plan`")
     bench.set_defaults(run=run_bench)
 
     planning = commands.add_parser("plan", help="right-size each architecture, with its bill")

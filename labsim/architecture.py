@@ -201,6 +201,7 @@ class Architecture(ABC):
         self.checkpoint_fraction = cluster_params.checkpoint_fraction
         self.t0, self.t1 = params.warmup_s, params.horizon_s
         self.requests = 0  # requests served (queued for a worker), for the benchmark
+        self.waits = 0  # times a call waited on its user, for the benchmark
 
     def start(self, call: Call) -> None:
         """A call arrives: it is in flight until `finish`."""

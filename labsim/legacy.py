@@ -112,6 +112,7 @@ class HeldStream(Architecture):
                     holding_since = env.now
                     cluster.held.move(holding_since, 1)
                     replica.hold(1)
+                    self.waits += 1
                     yield env.timeout(wait_s)
                     cluster.held.move(env.now, -1)
                     replica.hold(-1)

@@ -115,6 +115,7 @@ class Mrtr(Architecture):
             state_bytes = state.base_bytes + state.bytes_per_answer * call.answers
             call.bytes_out += workload.response_bytes + state_bytes
             think_s = call.draw_think_s(question.bit_count())
+            self.waits += 1
             if think_s >= client.answer_timeout_s:
                 yield env.timeout(client.answer_timeout_s)
                 call.think_s += client.answer_timeout_s

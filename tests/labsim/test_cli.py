@@ -110,7 +110,7 @@ def test_validate_exits_non_zero_when_theory_falls_outside(monkeypatch, capsys) 
 
 
 def test_bench_reports_each_architecture_against_the_bare_loop() -> None:
-    done = labsim("bench", "--horizon-s", "300", "--repeats", "1")
+    done = labsim("bench", "--horizon-s", "300", "--repeats", "1", "--no-plan")
     assert done.returncode == 0, done.stderr
     for architecture in ("sse-store", "sticky", "mrtr"):
         assert architecture in done.stdout
