@@ -85,13 +85,29 @@ def test_sockets_that_never_finish_their_headers_are_closed_and_requests_still_s
         replica.stop()
 
 
+def read_response(sock: socket.socket) -> bytes:
+    """One whole HTTP response (headers, then Content-Length bytes of body) from `sock`."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += sock.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":")[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(4096)
+    return head
+
+
 def test_a_connection_that_sent_its_headers_is_not_cut_by_the_header_timeout() -> None:
     args = ["--header-timeout-s", "1", "--idle-timeout-s", "60"]
     replica = ServerProcess(args=args, env=ENV).start()
     try:
         with idle_sockets(replica.port, 1) as (sock,):
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+            assert read_response(sock).startswith(b"HTTP/1.1 200")
             # Idle between requests: only the (long) idle timeout applies, not the header one.
             sock.settimeout(3)
             with pytest.raises(TimeoutError):
