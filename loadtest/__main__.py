@@ -216,6 +216,9 @@ def print_table(summaries: list[dict[str, Any]]) -> None:
             f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
         )
     for s in summaries:
+        if s.get("per_replica"):
+            served = ", ".join(f"{r} {v['requests']}" for r, v in s["per_replica"].items())
+            print(f"{s['arch']} HTTP requests per replica: {served}")
         if s["tasks"]["started"] or s["tasks"]["refused"]:
             print(f"{s['arch']} tasks: " + ", ".join(f"{k} {v}" for k, v in s["tasks"].items()))
 

@@ -148,8 +148,10 @@ def test_the_command_line_keeps_mrtr_rounds_by_kind_and_locusts_html_report(
         sys.executable, "-m", "loadtest", "scenario", "overload", "--arch", "mrtr",
         "--replicas", "2", "--users", "6", "--duration", "6", "--json", str(out),
     ]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True, timeout=120)
+    done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
     summary = json.loads(out.read_text())
+    served = ", ".join(f"{r} {v['requests']}" for r, v in summary["per_replica"].items())
+    assert f"mrtr HTTP requests per replica: {served}" in done.stdout
     html = tmp_path / "overload.html"
     assert html.stat().st_size > 1000
     assert "round 1" in html.read_text()
