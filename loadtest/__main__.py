@@ -146,7 +146,13 @@ def cmd_swarm(args: argparse.Namespace) -> int:
 def cmd_soak(args: argparse.Namespace) -> int:
     from loadtest.soak import print_soak, run_soak
 
-    report = run_soak(idle=args.idle, clients=args.clients, duration_s=args.duration_s)
+    report = run_soak(
+        idle=args.idle,
+        clients=args.clients,
+        duration_s=args.duration_s,
+        held_attempts=args.held,
+        held_limit=args.held_limit,
+    )
     _write(report.as_dict(), args.json)
     print_soak(report)
     return 0 if report.failed == 0 else 1
@@ -316,6 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
     soak.add_argument("--idle", type=int, default=1100, help="sockets that never send")
     soak.add_argument("--clients", type=int, default=8)
     soak.add_argument("--duration", dest="duration_s", type=float, default=10.0)
+    soak.add_argument(
+        "--held", type=int, default=200, help="legacy calls one principal then tries to hold"
+    )
+    soak.add_argument(
+        "--held-limit", type=int, default=20, help="the replica's held calls per principal"
+    )
     soak.add_argument("--json", default=None, help="write the report here")
     soak.set_defaults(run=cmd_soak)
     measure = sub.add_parser("measure", help="measure the simulation's inputs on live replicas")

@@ -82,7 +82,7 @@ async def _hold_and_measure(base_url: str, pid: int, calls: int, counted: bool) 
             await asyncio.gather(*tasks, return_exceptions=True)
             tasks.clear()
             if counted:
-                await _until(lambda: waiting(base_url)["calls"] == 0)
+                await until_held(lambda: waiting(base_url)["calls"] == 0)
 
         async def open_calls(tasks: list[asyncio.Task], count: int) -> None:
             """Open `count` calls into `tasks`, a batch at a time, until each is asked."""
@@ -90,7 +90,7 @@ async def _hold_and_measure(base_url: str, pid: int, calls: int, counted: bool) 
             while len(tasks) < count:
                 batch = range(len(tasks), min(count, len(tasks) + BATCH))
                 tasks.extend(asyncio.create_task(hold(i)) for i in batch)
-                await _until(lambda: len(asked) == len(tasks), tasks)
+                await until_held(lambda: len(asked) == len(tasks), tasks)
 
         held: list[asyncio.Task] = []
         try:
@@ -99,7 +99,7 @@ async def _hold_and_measure(base_url: str, pid: int, calls: int, counted: bool) 
             before = rss_bytes(pid)
             await open_calls(held, calls)
             if counted:
-                await _until(lambda: waiting(base_url)["calls"] == calls, held)
+                await until_held(lambda: waiting(base_url)["calls"] == calls, held)
             grown = rss_bytes(pid) - before
             estimate = waiting(base_url)["bytes"] if counted else float("nan")
         finally:
@@ -111,7 +111,7 @@ async def _hold_and_measure(base_url: str, pid: int, calls: int, counted: bool) 
     }
 
 
-async def _until(
+async def until_held(
     condition: Callable[[], bool], calls: Sequence[asyncio.Task] = (), timeout_s: float = 30.0
 ) -> None:
     """Wait for `condition`; a held call that ended (an error) ends the wait at once."""

@@ -4,8 +4,10 @@ One replica in a child process; `idle` sockets that connect and never send a byt
 than the usual 1,024 open-file soft limit, the attack the hardening answers); then
 `clients` threads, each running whole MRTR `get_weather` calls (two rounds) for
 `duration_s`. The report says how many calls completed and failed, how long they took,
-and how many idle sockets the replica itself closed. A benchmark that
-prints figures, not a timed test.
+and how many idle sockets the replica itself closed. Then, idle sockets still open, one
+principal tries to hold `held_attempts` legacy calls against its limit
+(`loadtest.held_per_principal`): what it holds, and the memory that takes, stop there.
+A benchmark that prints figures, not a timed test.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadtest.held_per_principal import hoard
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess, raise_file_limit
+from server.transport.auth import mint_token
 
 
 @dataclass
@@ -37,6 +41,9 @@ class SoakReport:
     failed: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list, repr=False)
+    #: `--max-held-calls-per-principal` of the replica, and what one principal held.
+    held_limit: int = 0
+    held: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         ordered = sorted(self.latencies_ms) or [0.0]
@@ -50,6 +57,8 @@ class SoakReport:
             "errors": self.errors,
             "call_ms_p50": round(statistics.median(ordered), 2),
             "call_ms_p99": round(ordered[int(0.99 * (len(ordered) - 1))], 2),
+            "held_limit": self.held_limit,
+            "held": self.held,
         }
 
 
@@ -91,30 +100,41 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return True
 
 
-def run_soak(*, idle: int, clients: int, duration_s: float) -> SoakReport:
-    """Start a replica, open `idle` idle sockets, run the swarm; stop everything."""
+def run_soak(
+    *, idle: int, clients: int, duration_s: float, held_attempts: int = 0, held_limit: int = 20
+) -> SoakReport:
+    """Start a replica, open `idle` idle sockets, run the swarm, then let one principal
+    hoard `held_attempts` legacy calls against `held_limit`; stop everything."""
+    jwt_secret = secrets.token_urlsafe(32)
     env = {
         **os.environ,
         "MRTR_STATE_KEYS": "soak:" + base64.b64encode(secrets.token_bytes(32)).decode(),
-        "MRTR_JWT_SECRET": secrets.token_urlsafe(32),
+        "MRTR_JWT_SECRET": jwt_secret,
     }
     # A header timeout longer than the run keeps the idle sockets open throughout: the
     # soak measures the worst case, sockets that are reopened as soon as they are closed.
+    connections = idle + 4 * clients + 2 * held_attempts + 64
     args = [
         "--max-connections",
-        str(idle + 4 * clients + 64),
+        str(connections),
         "--header-timeout-s",
         str(duration_s + 60),
+        "--max-held-calls-per-principal",
+        str(held_limit),
     ]
     replica = ServerProcess(args=args, env=env)
     replica.start()
-    raise_file_limit(idle + 4 * clients + 64)  # this process opens the sockets
+    raise_file_limit(connections)  # this process opens the sockets
     sockets: list[socket.socket] = []
     try:
         for _ in range(idle):
             sockets.append(socket.create_connection(("127.0.0.1", replica.port), timeout=5))
-        report = SoakReport(idle, 0, clients, duration_s)
+        report = SoakReport(idle, 0, clients, duration_s, held_limit=held_limit)
         _swarm(replica.url, clients, duration_s, report)
+        if held_attempts:
+            assert replica.pid is not None
+            tokens = (mint_token("hoarder", jwt_secret), mint_token("other", jwt_secret))
+            report.held = hoard(replica.base_url, replica.pid, tokens, held_attempts)
         report.idle_closed_by_server = sum(_closed_by_peer(s) for s in sockets)
         return report
     finally:
@@ -136,3 +156,15 @@ def print_soak(report: SoakReport) -> None:
     )
     print(f"call p50 {figures['call_ms_p50']} ms, p99 {figures['call_ms_p99']} ms")
     print(f"idle sockets the replica closed itself: {figures['idle_closed_by_server']}")
+    held = figures["held"]
+    if held:
+        limit = figures["held_limit"] or "none"
+        print(
+            f"one principal tried to hold {held['attempts']} legacy calls (limit {limit}): "
+            f"held {held['held']}, refused {held['refused']} (HTTP {held['refused_statuses']})"
+        )
+        print(f"another principal's call then held: {held['other_principal_held']}")
+        print(
+            f"memory of its held calls: {held['waiting_memory_bytes'] / 1024:.0f} KiB "
+            f"(object graph), replica RSS +{held['rss_growth_bytes'] / 1024:.0f} KiB"
+        )
