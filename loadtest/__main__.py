@@ -4,7 +4,8 @@
     python -m loadtest scenario rolling-upgrade --arch mrtr --replicas 3 --users 20 \\
         --duration 20 --json out.json
     python -m loadtest compare [--scenario rolling-upgrade] [--json out.json]
-    python -m loadtest swarm [--replicas 3] [--tools echo=1,get_weather=2]  # Locust's web UI
+    python -m loadtest swarm --arch sticky --workers 2   # Locust's web UI with the lab's tab
+    python -m loadtest swarm --headless --users 8 --duration 25 --json out.json
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette and the SDKs, with wrk
     python -m loadtest bench --state              # requestState seal + open vs raw AES-GCM
     python -m loadtest bench --held 200           # a waiting legacy call's memory, lab vs SDK
@@ -15,17 +16,13 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from loadtest.cluster import Cluster
 from loadtest.config import (
     ARCHITECTURES,
     SCENARIOS,
@@ -53,6 +50,7 @@ def _config(args: argparse.Namespace, **overrides: Any) -> LoadTestConfig:
     }
     for name in (
         "users",
+        "spawn_rate",
         "duration_s",
         "fault_at_s",
         "think_time_median_s",
@@ -82,6 +80,8 @@ def _tool_mix(spec: str) -> dict[str, float]:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
+    from loadtest.cluster import Cluster
+
     config = _config(args)
     try:
         with Cluster(config, lb_port=args.lb_port) as cluster:
@@ -123,23 +123,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_swarm(args: argparse.Namespace) -> int:
-    from loadtest.scenarios import LOCUSTFILE
+    # Imported here: loadtest.swarm loads Locust, which patches this process with gevent.
+    from loadtest.swarm import run_swarm, run_workers
 
     config = _config(args)
-    with Cluster(config) as cluster:
-        print(f"MRTR cluster: {cluster.url}; Locust web UI on http://127.0.0.1:{args.web_port}")
-        command = [
-            sys.executable, "-m", "locust", "-f", str(LOCUSTFILE),
-            "--host", cluster.url.removesuffix("/mcp"),
-            "--web-host", "127.0.0.1", "--web-port", str(args.web_port), "MrtrUser",
-        ]  # fmt: skip
-        env = {**os.environ, "LOADTEST_CONFIG": json.dumps(dataclasses.asdict(config))}
-        swarm = subprocess.Popen(command, env=env)
-        try:
-            swarm.wait()
-        except KeyboardInterrupt:
-            swarm.terminate()
-            swarm.wait(10)
+    if args.join:
+        return run_workers(config, args.join, args.workers)
+    summary = run_swarm(
+        config,
+        workers=args.workers,
+        expect_workers=args.expect_workers,
+        target=args.target,
+        headless=args.headless,
+        start_users=args.users is not None,
+        web_port=args.web_port,
+        master_bind=args.master_bind,
+        master_port=args.master_port,
+    )
+    if summary is not None:
+        _write(summary, args.json)
+        print_table([summary])
+        print("completed per worker: " + json.dumps(summary["per_worker"]))
     return 0
 
 
@@ -288,10 +292,10 @@ def build_parser() -> argparse.ArgumentParser:
     swarm_options(compare)
     compare.set_defaults(run=cmd_compare)
 
-    swarm = sub.add_parser("swarm", help="an MRTR cluster with Locust's web UI")
-    swarm.add_argument("--replicas", type=int, default=3)
-    swarm.add_argument("--web-port", type=int, default=8089)
-    swarm.add_argument("--tools", default=None, help="tool mix, e.g. echo=1,get_weather=2")
+    swarm = sub.add_parser(
+        "swarm", help="a Locust swarm with the lab's tab in its web UI (or headless)"
+    )
+    swarm_command(swarm)
     swarm.set_defaults(run=cmd_swarm)
     bench = sub.add_parser("bench", help="the lab's server side by side with its peers")
     bench.add_argument("--duration", dest="duration_s", type=float, default=3.0)
@@ -336,6 +340,107 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--json", default=None, help="write the parameter file here")
     measure.set_defaults(run=cmd_measure)
     return parser
+
+
+def swarm_command(p: argparse.ArgumentParser) -> None:
+    """The options of `python -m loadtest swarm`."""
+    p.add_argument(
+        "--arch",
+        choices=ARCHITECTURES,
+        default="mrtr",
+        help="the cluster's architecture and the users' client (default mrtr)",
+    )
+    p.add_argument(
+        "--tools",
+        default=None,
+        help="tool mix as name=weight,..., e.g. get_weather=3,link_accounts=2",
+    )
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=3,
+        help="replicas of the lab's cluster behind HAProxy (default 3)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="local Locust worker processes running the users; 0 runs them in "
+        "this process (default 1)",
+    )
+    p.add_argument(
+        "--expect-workers",
+        type=int,
+        default=0,
+        help="workers from other machines (--join) to wait for before starting",
+    )
+    p.add_argument(
+        "--master-bind",
+        default="127.0.0.1",
+        help="interface the master listens on for workers (0.0.0.0 for other "
+        "machines; default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--master-port",
+        type=int,
+        default=5557,
+        help="port the master listens on for workers (default 5557)",
+    )
+    p.add_argument(
+        "--join",
+        default=None,
+        metavar="HOST[:PORT]",
+        help="run only --workers workers, for the master at HOST:PORT",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="URL",
+        help="drive this MCP endpoint (e.g. http://host:8000/mcp) instead of a "
+        "cluster of the lab's own; faults then come from its operator",
+    )
+    p.add_argument(
+        "--headless",
+        action="store_true",
+        help="no web UI: run --users for --duration seconds, then summarise",
+    )
+    p.add_argument(
+        "--users",
+        type=int,
+        default=None,
+        help="concurrent users (default 20); with the web UI, start them at once",
+    )
+    p.add_argument(
+        "--spawn-rate", type=float, default=None, help="users started per second (default 20)"
+    )
+    p.add_argument(
+        "--duration",
+        dest="duration_s",
+        type=float,
+        default=None,
+        help="seconds of a headless run (default 20)",
+    )
+    p.add_argument(
+        "--think-time",
+        dest="think_time_median_s",
+        type=float,
+        default=None,
+        help="median seconds a user thinks before answering (default 0.5)",
+    )
+    p.add_argument(
+        "--drain-timeout",
+        dest="drain_timeout_s",
+        type=float,
+        default=None,
+        help="seconds a rolling upgrade waits for each replica to drain (default 2)",
+    )
+    p.add_argument(
+        "--web-port",
+        type=int,
+        default=8089,
+        help="port of Locust's web UI on 127.0.0.1 (default 8089)",
+    )
+    p.add_argument("--json", default=None, help="write a headless run's summary here")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,12 +3,13 @@
     locust -f loadtest/locustfile.py --host http://127.0.0.1:PORT MrtrUser
 
 Every call fires a `CALL` event named for its tool (its end-to-end latency without think
-time, size 0, an exception unless it completed) and appends one JSON line to the file
-named by `LOADTEST_CALLS_FILE`, which `python -m loadtest scenario` summarises. Its HTTP
-requests are `POST` rows named for their round kind, counted per replica as well
-(`loadtest.locust_stats`).
+time, size 0, an exception unless it completed) and sends its record to the master
+(`loadtest.call_relay`), which appends it to the file named by `LOADTEST_CALLS_FILE`
+when set (what `python -m loadtest scenario` summarises). Its HTTP requests are `POST`
+rows named for their round kind, counted per replica as well (`loadtest.locust_stats`).
 Settings come from `LOADTEST_CONFIG` (JSON of `LoadTestConfig` fields). The same file runs
-in Locust's distributed mode (`--master` / `--worker`): each worker appends to the log.
+in Locust's distributed mode (`--master` / `--worker`): records reach the master however
+many workers and machines run the users.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import gevent
 from locust import FastHttpUser, events, task
 
+from loadtest import call_relay
 from loadtest.config import LoadTestConfig
 from loadtest.flows import CallRecord, run_mrtr_flow
 from loadtest.http_interface import HttpReply, StreamCut, StreamReply
@@ -38,6 +40,12 @@ CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
 STARTED_FILE = os.environ.get("LOADTEST_STARTED_FILE")
 TASK_TOOLS = set(task_tools(CONFIG.tool_mix))
 install(events)
+
+
+@events.init.add_listener
+def collect_calls(environment: Any, **kwargs: Any) -> None:
+    """The master (or a lone process) collects every call record of the run."""
+    call_relay.listen(environment, CALLS_FILE)
 
 
 @events.test_start.add_listener
@@ -178,9 +186,7 @@ class FlowUser(FastHttpUser):
             exception=None if record.outcome == "completed" else RuntimeError(record.outcome),
             context={"arch": record.arch},
         )
-        if CALLS_FILE:
-            with open(CALLS_FILE, "a") as log:
-                log.write(record.to_json() + "\n")
+        call_relay.deliver(self.environment, record)
 
 
 def header(response: Any, name: str) -> str | None:

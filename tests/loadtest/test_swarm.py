@@ -1,0 +1,146 @@
+"""`python -m loadtest swarm`: Locust's distributed mode, `--target`, and the lab's routes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+
+from loadtest.haproxy import HAProxy
+from loadtest.lab_control import requests_served
+from server.harness.process import ServerProcess, free_port
+
+needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+SWARM = [sys.executable, "-m", "loadtest", "swarm"]
+
+
+def run_headless(args: list[str], out: Path) -> dict[str, Any]:
+    command = [*SWARM, "--headless", "--master-port", str(free_port()), "--json", str(out)]
+    done = subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=150, cwd=out.parent
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+@needs_haproxy
+def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
+    args = ["--arch", "sticky", "--workers", "2", "--replicas", "2", "--users", "8"]
+    summary = run_headless([*args, "--duration", "8"], tmp_path / "swarm.json")
+    assert summary["workers"] == 2
+    per_worker = summary["per_worker"]
+    assert len(per_worker) == 2 and all(n > 0 for n in per_worker.values()), per_worker
+    assert sum(per_worker.values()) == summary["completed"] > 0
+    assert {c["worker"] for c in summary["calls"]} == set(per_worker)
+    assert set(summary["replica_share"]) == {"r1", "r2"}
+
+
+def test_a_target_is_driven_without_a_cluster_of_its_own(tmp_path: Path) -> None:
+    server = ServerProcess(replica_id="lone").start()
+    try:
+        args = ["--target", server.url, "--workers", "0", "--users", "3", "--duration", "4"]
+        summary = run_headless(args, tmp_path / "target.json")
+        served = requests_served(server.base_url)
+    finally:
+        server.stop()
+    assert summary["target"] == server.url
+    assert summary["completed"] > 0 and summary["failed"] == summary["lost"] == 0
+    assert served is not None and served >= summary["completed"]  # our server answered
+    assert summary["faults"][0]["event"] == "target"  # no cluster was started
+    assert summary["versions_after"] == {} and summary["per_worker"] == {
+        "local": summary["completed"]
+    }
+
+
+@pytest.fixture
+def ui_swarm(tmp_path: Path) -> Iterator[str]:
+    """A swarm with its web UI: two MRTR replicas, one worker, two users started at once."""
+    port = free_port()
+    command = [*SWARM, "--replicas", "2", "--users", "2", "--think-time", "0.1"]
+    command += ["--web-port", str(port), "--master-port", str(free_port())]
+    with open(tmp_path / "swarm.log", "wb") as log:
+        swarm = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: swarm.poll() is None and _answers(f"{url}/lab/replicas"), 90)
+        yield url
+    finally:
+        swarm.terminate()
+        try:
+            swarm.wait(30)
+        except subprocess.TimeoutExpired:
+            swarm.kill()
+            swarm.wait()
+        assert swarm.returncode is not None
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_for(condition: Any, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.3)
+
+
+def versions(url: str) -> dict[str, Any]:
+    return {r["id"]: r["version"] for r in httpx.get(f"{url}/lab/replicas", timeout=10).json()}
+
+
+@needs_haproxy
+def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str) -> None:
+    url = ui_swarm
+    assert versions(url) == {"r1": 1, "r2": 1}
+    started = httpx.post(f"{url}/lab/faults/rolling-upgrade", timeout=10)
+    assert started.status_code == 202 and started.json()["tool_version"] == 2
+    busy = httpx.post(f"{url}/lab/faults/crash", timeout=10)
+    assert busy.status_code == 409 and "still running" in busy.json()["error"]
+    wait_for(lambda: versions(url) == {"r1": 2, "r2": 2}, 60)
+
+    wait_for(lambda: httpx.post(f"{url}/lab/faults/crash", json={"replica": "r2"}).status_code
+             == 202, 30)  # fmt: skip
+
+    def health() -> dict[str, str]:
+        rows = httpx.get(f"{url}/lab/replicas", timeout=10).json()
+        return {r["id"]: r["health"] for r in rows}
+
+    wait_for(lambda: health()["r2"] == "down", 10)
+    assert httpx.post(f"{url}/lab/faults/restart", timeout=10).json() == {
+        "fault": "restart",
+        "replica": "r2",
+    }
+    wait_for(lambda: health() == {"r1": "ok", "r2": "ok"}, 30)
+    events = [e["event"] for e in httpx.get(f"{url}/lab/events", timeout=10).json()]
+    assert events.index("upgrade done") < events.index("crash") < events.index("restarted")
+    stats = httpx.get(f"{url}/stats/requests", timeout=10).json()
+    assert [t["key"] for t in stats["extended_stats"]] == ["lab", "lab-timeline"]
+
+
+def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
+    from flask import Flask
+
+    from loadtest import lab_tab
+    from loadtest.lab_control import TargetControl
+
+    web_ui = SimpleNamespace(app=Flask("lab"), template_args={})
+    lab_tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp", lambda: None))
+    client = web_ui.app.test_client()
+    for fault in ("rolling-upgrade", "crash", "restart"):
+        refused = client.post(f"/lab/faults/{fault}")
+        assert refused.status_code == 409
+        assert "faults come from its operator" in refused.get_json()["error"]
+    assert client.get("/lab/replicas").get_json() == []
+    assert [t["key"] for t in web_ui.template_args["extended_tabs"]] == ["lab", "lab-timeline"]
