@@ -81,9 +81,11 @@ report: setup
 	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=1200 \
 	  --output-dir build notebooks/[0-9][0-9]_*.ipynb
 
-# Three MRTR replicas behind HAProxy and Locust's web UI against them (Ctrl-C stops all).
+# Three MRTR replicas behind HAProxy, 10 users on one Locust worker, and Locust's web UI
+# on the lab's tab (replicas, fault buttons) at the URL printed; Ctrl-C stops all.
+ARCH ?= mrtr
 swarm: setup
-	$(BIN)/python -m loadtest swarm --replicas 3
+	$(BIN)/python -m loadtest swarm --arch $(ARCH) --replicas 3 --workers 1 --users 10
 
 clean:
 	rm -rf $(VENV) $(TOOLS) build .pytest_cache .ruff_cache .hypothesis

@@ -46,7 +46,8 @@ TIMELINE_COLUMNS = [("t", "t (s)"), ("event", "Event"), ("detail", "Detail")]
 class Control(Protocol):
     """What the tab needs from the lab's control (`loadtest.lab_control`)."""
 
-    events: list[dict[str, Any]]
+    @property
+    def events(self) -> list[dict[str, Any]]: ...
 
     def replicas(self) -> list[dict[str, Any]]: ...
 

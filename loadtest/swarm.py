@@ -201,7 +201,7 @@ def run_swarm(
         stack.callback(runner.quit)  # first: tells the workers to quit
         say(f"{config.arch} swarm against {url}: {workers} local workers")
         wait_for_workers(runner, workers + expect_workers, procs)
-        ids = list(runner.clients.keys()) if distributed else [LOCAL_WORKER]
+        ids = list(runner.clients.keys()) if isinstance(runner, MasterRunner) else [LOCAL_WORKER]
         if web_ui is not None:
             say(f"Locust web UI with the lab's tab: http://127.0.0.1:{web_port}/?tab=lab")
         started = time.time()
