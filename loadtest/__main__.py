@@ -140,6 +140,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         web_port=args.web_port,
         master_bind=args.master_bind,
         master_port=args.master_port,
+        html_path=_html_beside(args.json),
     )
     if summary is not None:
         _write(summary, args.json)

@@ -44,6 +44,7 @@ from loadtest.call_relay import LOCAL_WORKER, CallCollector
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.lab_control import ClusterControl, TargetControl
+from loadtest.locust_stats import REPLICA_COUNTS, per_replica, write_html_report
 from loadtest.scenarios import LOCUSTFILE, USER_CLASSES
 from loadtest.summary import summarize
 
@@ -148,9 +149,11 @@ def run_swarm(
     web_port: int = 8089,
     master_bind: str = "127.0.0.1",
     master_port: int = DEFAULT_MASTER_PORT,
+    html_path: Path | None = None,
     say: Callable[[str], None] = _say,
 ) -> dict[str, Any] | None:
-    """Run the swarm: the summary after a headless run (or after the UI closes when asked)."""
+    """Run the swarm; after a headless run, its summary (and Locust's HTML report at
+    `html_path`, when given)."""
     stop = _stop_on_signals()
     os.environ["LOADTEST_CONFIG"] = json.dumps(dataclasses.asdict(config))
     from loadtest import locustfile  # reads LOADTEST_CONFIG (the local runner's users)
@@ -225,7 +228,10 @@ def run_swarm(
             swarm_ended=ended,
             versions=dict(cluster.versions) if cluster else {},
             locust_report=[e.to_dict() for e in runner.stats.entries.values()],
+            per_replica=per_replica(REPLICA_COUNTS.by_replica()),
         )
+        if html_path is not None:
+            write_html_report(env, html_path)
         summary["target"] = target
         summary["workers"] = len(ids)
         summary["per_worker"] = calls.completed_by_worker(ids)

@@ -109,4 +109,6 @@ def add_swarm_options(p: argparse.ArgumentParser) -> None:
         default=8089,
         help="port of Locust's web UI on 127.0.0.1 (default 8089)",
     )
-    p.add_argument("--json", default=None, help="write a headless run's summary here")
+    p.add_argument(
+        "--json", default=None, help="write a headless run's summary here, Locust's HTML beside it"
+    )

@@ -41,6 +41,9 @@ def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
     assert sum(per_worker.values()) == summary["completed"] > 0
     assert {c["worker"] for c in summary["calls"]} == set(per_worker)
     assert set(summary["replica_share"]) == {"r1", "r2"}
+    # Both workers' HTTP requests per replica reached the master, and its HTML report.
+    assert {"r1", "r2"} <= set(summary["per_replica"])
+    assert "<html" in (tmp_path / "swarm.html").read_text().lower()
 
 
 def test_a_target_is_driven_without_a_cluster_of_its_own(tmp_path: Path) -> None:
