@@ -18,6 +18,8 @@ import os
 import secrets
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -26,7 +28,6 @@ from typing import Any
 from loadtest.held_per_principal import hoard
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess, raise_file_limit
-from server.transport.auth import mint_token
 
 
 @dataclass
@@ -100,16 +101,23 @@ def _closed_by_peer(sock: socket.socket) -> bool:
         return True
 
 
+def _token(principal: str, env: dict[str, str]) -> str:
+    """A bearer token for `principal`, minted by the server's own command line."""
+    command = [sys.executable, "-m", "server", "token", principal]
+    return subprocess.run(
+        command, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 def run_soak(
     *, idle: int, clients: int, duration_s: float, held_attempts: int = 0, held_limit: int = 20
 ) -> SoakReport:
     """Start a replica, open `idle` idle sockets, run the swarm, then let one principal
     hoard `held_attempts` legacy calls against `held_limit`; stop everything."""
-    jwt_secret = secrets.token_urlsafe(32)
     env = {
         **os.environ,
         "MRTR_STATE_KEYS": "soak:" + base64.b64encode(secrets.token_bytes(32)).decode(),
-        "MRTR_JWT_SECRET": jwt_secret,
+        "MRTR_JWT_SECRET": secrets.token_urlsafe(32),
     }
     # A header timeout longer than the run keeps the idle sockets open throughout: the
     # soak measures the worst case, sockets that are reopened as soon as they are closed.
@@ -133,7 +141,7 @@ def run_soak(
         _swarm(replica.url, clients, duration_s, report)
         if held_attempts:
             assert replica.pid is not None
-            tokens = (mint_token("hoarder", jwt_secret), mint_token("other", jwt_secret))
+            tokens = (_token("hoarder", env), _token("other", env))
             report.held = hoard(replica.base_url, replica.pid, tokens, held_attempts)
         report.idle_closed_by_server = sum(_closed_by_peer(s) for s in sockets)
         return report
