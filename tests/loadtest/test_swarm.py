@@ -73,7 +73,7 @@ def ui_swarm(tmp_path: Path) -> Iterator[str]:
         swarm = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: swarm.poll() is None and _answers(f"{url}/lab/replicas"), 90)
+        wait_for(lambda: swarm.poll() is None and _running(url), 90)
         yield url
     finally:
         swarm.terminate()
@@ -85,10 +85,11 @@ def ui_swarm(tmp_path: Path) -> Iterator[str]:
         assert swarm.returncode is not None
 
 
-def _answers(url: str) -> bool:
+def _running(url: str) -> bool:
+    """Whether the swarm's users run (the UI's poll says so once workers have connected)."""
     try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
+        return httpx.get(f"{url}/stats/requests", timeout=2).json()["state"] == "running"
+    except (httpx.HTTPError, ValueError, KeyError):
         return False
 
 
