@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import jwt
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from server.app import create_app
@@ -29,6 +31,9 @@ from server.protocol.jsonrpc import (
     INVALID_REQUEST,
     MAX_DEPTH,
     PARSE_ERROR,
+    RpcError,
+    decode,
+    nested_deeper_than,
 )
 from server.transport.auth import ANONYMOUS, mint_token
 from tests.server.conftest import JWT_SECRET, KEY_A, make_config, state_keys_env, user_answers
@@ -139,6 +144,32 @@ def test_nesting_within_the_limit_is_served(http: TestClient) -> None:
     reply = http.post("/mcp", json=body, headers=headers("tools/call", "update_work_item"))
     assert reply.status_code == 200
     assert reply.json()["result"]["resultType"] == "complete"
+
+
+def test_many_brackets_at_little_depth_are_served(http: TestClient) -> None:
+    # More `{` and `[` than the depth limit, side by side and inside strings: the byte
+    # count that spares most bodies the walk must not refuse a shallow one.
+    fields = {f"f{i}": {"v": [i]} for i in range(MAX_DEPTH)} | {"text": "{[" * MAX_DEPTH}
+    body = call_body("update_work_item", {"workItemId": 1, "fields": fields})
+    reply = http.post("/mcp", json=body, headers=headers("tools/call", "update_work_item"))
+    assert reply.status_code == 200
+    assert reply.json()["result"]["resultType"] == "complete"
+
+
+@given(depth=st.integers(min_value=0, max_value=2 * MAX_DEPTH), width=st.integers(0, 3))
+def test_the_depth_check_agrees_with_the_nesting(depth: int, width: int) -> None:
+    value: Any = "bottom"
+    for level in range(depth):
+        value = [value, *range(width)] if level % 2 else {"next": value, "n": width}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"v": value}})
+    too_deep = depth + 2 > MAX_DEPTH  # the envelope and params are two levels more
+    assert nested_deeper_than(json.loads(body), MAX_DEPTH) is too_deep
+    if too_deep:
+        with pytest.raises(RpcError) as refused:
+            decode(body.encode())
+        assert refused.value.code == INVALID_REQUEST
+    else:
+        assert decode(body.encode()) == json.loads(body)
 
 
 def test_legacy_set_level_of_the_wrong_type_is_invalid_params(http: TestClient) -> None:
