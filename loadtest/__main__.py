@@ -58,6 +58,8 @@ def _config(args: argparse.Namespace, **overrides: Any) -> LoadTestConfig:
         "drain_timeout_s",
         "task_wire",
         "task_store_fsync",
+        "seed",
+        "lb_idle_timeout_s",
     ):
         value = getattr(args, name, None)
         if value is not None:
@@ -280,11 +282,27 @@ def build_parser() -> argparse.ArgumentParser:
             help="the task store's append-only file (off: a volatile store)",
         )
         p.add_argument(
+            "--seed", type=int, default=None, help="seed of the fault's choice of replica"
+        )
+        p.add_argument(
+            "--lb-idle-timeout",
+            dest="lb_idle_timeout_s",
+            type=float,
+            default=None,
+            help="idle-timeout: HAProxy's idle timeout, s (shorter than --think-time)",
+        )
+        p.add_argument(
             "--json", default=None, help="write the summary here, Locust's HTML report beside it"
         )
 
     scenario = sub.add_parser("scenario", help="run one scenario and summarise it")
-    scenario.add_argument("scenario", choices=SCENARIOS)
+    scenario.add_argument(
+        "scenario",
+        choices=SCENARIOS,
+        help="steady; rolling-upgrade; crash (a replica chosen with --seed killed, restarted); "
+        "overload; store-outage (Redis killed, restarted); idle-timeout (HAProxy cuts "
+        "connections idle longer than --lb-idle-timeout, keep-alive comments off)",
+    )
     scenario.add_argument("--arch", choices=ARCHITECTURES, default="mrtr")
     swarm_options(scenario)
     scenario.set_defaults(run=cmd_scenario)

@@ -102,6 +102,11 @@ class Cluster:
         return f"http://127.0.0.1:{self.lb_port}/mcp"
 
     @property
+    def idle_timeout_s(self) -> float:
+        """HAProxy's client and server timeout: short in the idle-timeout scenario."""
+        return self.config.lb_idle_timeout_s if self.config.scenario == "idle-timeout" else 60.0
+
+    @property
     def names(self) -> list[str]:
         return list(self.replicas)
 
@@ -130,6 +135,7 @@ class Cluster:
                 sticky=self.config.arch == "sticky",
                 admin_socket=self.api.socket_path,
                 health_check_interval_ms=self.config.health_check_interval_ms,
+                stream_timeout_s=self.idle_timeout_s,
             )
             self.lb = HAProxy(text, self.workdir).start(self.api.socket_path, self.server_cpus)
             self.wait_all_up()
@@ -182,6 +188,9 @@ class Cluster:
                 "--task-lease-s",
                 str(self.config.task_lease_s),
             ]
+        if self.config.scenario == "idle-timeout":
+            # Keep-alive comments off: nothing crosses a held stream while the user thinks.
+            args += ["--legacy-keepalive-s", "3600"]
         if self.config.scenario == "overload" and self.config.arch == "mrtr":
             args += ["--shed-in-flight", str(self.config.shed_in_flight)]
         env = {**os.environ, "MRTR_STATE_KEYS": keys, "MRTR_JWT_SECRET": self.jwt_secret}

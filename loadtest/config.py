@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
-SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage")
+SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage", "idle-timeout")
 #: Which form of the task methods a task call speaks; `both` picks one per call.
 TASK_WIRES = ("seed", "extension", "both")
 #: How the task store's Redis keeps its append-only file; `off`: no file at all.
@@ -29,7 +29,8 @@ class LoadTestConfig:
     #: mrtr: round-robin LB, no store. sticky: cookie-sticky LB, legacy SSE, memory store.
     #: sse-store: round-robin LB, legacy SSE, answers routed through Redis.
     arch: str = "mrtr"
-    #: steady, rolling-upgrade, crash, overload or store-outage (Redis killed, restarted).
+    #: steady, rolling-upgrade, crash, overload, store-outage (Redis killed, restarted) or
+    #: idle-timeout (HAProxy cuts connections idle longer than `lb_idle_timeout_s`).
     scenario: str = "steady"
     #: Replicas behind the load balancer.
     replicas: int = 3
@@ -49,6 +50,12 @@ class LoadTestConfig:
     drain_timeout_s: float = 2.0
     #: Time a crashed replica (or the killed store) stays down before it restarts.
     restart_delay_s: float = 2.0
+    #: Seed of the fault's random choice (which replica crashes); None: a new choice each run.
+    seed: int | None = None
+    #: idle-timeout scenario: HAProxy's client and server timeout for the whole run, shorter
+    #: than the think time, with the replicas' SSE keep-alive comments off, as a balancer
+    #: with a short idle timeout (AWS ALB's default is 60 s) meets users who think longer.
+    lb_idle_timeout_s: float = 1.0
     #: Demo tools the users call, with relative weights.
     tool_mix: dict[str, float] = field(
         default_factory=lambda: {
@@ -110,5 +117,11 @@ class LoadTestConfig:
             )
         if min(self.provision_s, self.task_lease_s, self.task_timeout_s) <= 0:
             raise LoadTestError("provision time, task lease and task timeout must be positive")
+        if self.scenario == "idle-timeout" and self.think_time_median_s <= self.lb_idle_timeout_s:
+            raise LoadTestError(
+                f"idle-timeout needs users who think (--think-time, now "
+                f"{self.think_time_median_s:g} s) longer than the idle timeout "
+                f"({self.lb_idle_timeout_s:g} s)"
+            )
         if not self.tool_mix or min(self.tool_mix.values()) < 0:
             raise LoadTestError("the tool mix needs at least one tool and no negative weight")

@@ -41,7 +41,7 @@ def render_config(
     sticky: bool,
     admin_socket: Path,
     health_check_interval_ms: int = 300,
-    stream_timeout_s: int = 60,
+    stream_timeout_s: float = 60.0,
     max_connections_per_server: int = 512,
 ) -> str:
     """An haproxy.cfg for the lab's cluster."""
@@ -63,8 +63,8 @@ defaults
     timeout http-request 10s
     # SSE streams stay open while a user thinks; the replicas' keep-alive comments (every
     # 15 s) keep them active, so a minute without a byte means the peer is gone.
-    timeout client {stream_timeout_s}s
-    timeout server {stream_timeout_s}s
+    timeout client {round(stream_timeout_s * 1000)}ms
+    timeout server {round(stream_timeout_s * 1000)}ms
     timeout http-keep-alive 10s
     timeout queue 5s
     option redispatch

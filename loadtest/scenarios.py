@@ -6,6 +6,8 @@
     overload         users call `crunch`; MRTR replicas over their in-flight threshold shed
                      their progress in requestState and another replica resumes
     store-outage     Redis (SSE + store, and the task store) killed, restarted on its data
+    idle-timeout     HAProxy cuts connections idle longer than a think time, keep-alive
+                     comments off: held legacy streams are cut, MRTR rounds are not
 
 Locust runs as a subprocess (`--headless --json-file`), which keeps its gevent world out
 of this process and out of Jupyter kernels.
@@ -17,6 +19,7 @@ import dataclasses
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -65,7 +68,7 @@ def inject_fault(cluster: Cluster, config: LoadTestConfig) -> None:
     if config.scenario == "rolling-upgrade":
         rolling_upgrade(cluster, drain_timeout_s=config.drain_timeout_s)
     elif config.scenario == "crash":
-        victim = cluster.names[0]
+        victim = crash_victim(cluster.names, config.seed)
         cluster.kill(victim)
         time.sleep(config.restart_delay_s)
         cluster.restart(victim)
@@ -73,6 +76,13 @@ def inject_fault(cluster: Cluster, config: LoadTestConfig) -> None:
         cluster.store_outage(config.restart_delay_s)
     elif config.scenario == "overload":
         cluster.log("overload", users=config.users, shed_in_flight=config.shed_in_flight)
+    elif config.scenario == "idle-timeout":
+        cluster.log("idle timeout", timeout_s=cluster.idle_timeout_s, keepalive="off")
+
+
+def crash_victim(names: list[str], seed: int | None) -> str:
+    """The replica a crash kills: drawn at random, the same one for the same seed."""
+    return random.Random(seed).choice(names)
 
 
 def run_scenario(
@@ -121,7 +131,9 @@ def run_scenario(
                     stderr=locust_log,
                     start_new_session=True,
                 )
-            fault = threading.Timer(config.fault_at_s, inject_fault, (cluster, config))
+            # A short idle timeout is not an event but a setting: in force from the start.
+            at_s = 0.0 if config.scenario == "idle-timeout" else config.fault_at_s
+            fault = threading.Timer(at_s, inject_fault, (cluster, config))
             try:
                 started = _wait_for_start(swarm, started_path)
                 hook(cluster, "before")

@@ -76,6 +76,8 @@ def summarize(
         "failed": outcomes.get("failed", 0),
         "lost": outcomes.get("lost", 0),
         "tasks": task_totals(calls),
+        # Questions a legacy call waited for on a held stream; MRTR holds nothing.
+        "held": 0 if config.arch == "mrtr" else sum(len(c.get("questions", [])) for c in calls),
         "re_prompts": sum(c.get("re_prompts", 0) for c in calls),
         "retries": sum(c.get("retries", 0) for c in calls),
         "latency_ms": percentiles_ms([c["latency_ms"] for c in completed]),

@@ -19,7 +19,7 @@ from loadtest.config import LoadTestConfig
 from loadtest.flows import run_mrtr_flow
 from loadtest.haproxy import HAProxy
 from loadtest.http_interface import httpx_post
-from loadtest.scenarios import run_scenario
+from loadtest.scenarios import crash_victim, run_scenario
 from loadtest.simulated_user import ThinkTime
 
 pytestmark = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
@@ -160,3 +160,55 @@ def test_a_killed_sticky_replica_loses_the_calls_it_held() -> None:
         "crash",
         "restarted",
     ]
+
+
+def test_the_crashed_replica_is_drawn_at_random_the_same_for_the_same_seed() -> None:
+    names = ["r1", "r2", "r3"]
+    assert {crash_victim(names, 7) for _ in range(5)} == {crash_victim(names, 7)}
+    assert {crash_victim(names, seed) for seed in range(30)} == set(names)
+
+
+def idle_timeout_run(arch: str) -> dict[str, Any]:
+    """Think time (median 1.2 s) longer than HAProxy's idle timeout (0.5 s), no keep-alives."""
+    config = LoadTestConfig(
+        arch=arch,
+        scenario="idle-timeout",
+        replicas=2,
+        users=4,
+        duration_s=6,
+        think_time_median_s=1.2,
+        lb_idle_timeout_s=0.5,
+        max_retries=2,
+        tool_mix={"get_weather": 1.0},
+    )
+    return run_scenario(config, progress=quiet)
+
+
+def test_a_short_idle_timeout_cuts_held_legacy_streams_and_no_mrtr_round() -> None:
+    sticky = idle_timeout_run("sticky")
+    assert sticky["held"] > 0
+    assert sticky["retries"] > 0 and sticky["re_prompts"] > 0  # cut while the user thought
+    assert sticky["lost"] > 0, "no legacy call ran out of restarts"
+    assert [f["timeout_s"] for f in sticky["faults"] if f["event"] == "idle timeout"] == [0.5]
+    mrtr = idle_timeout_run("mrtr")
+    assert mrtr["completed"] > 0 and mrtr["held"] == 0
+    assert mrtr["failed"] == 0 and mrtr["lost"] == 0 and mrtr["re_prompts"] == 0, mrtr["errors"]
+
+
+def test_a_store_outage_under_sse_store_cuts_the_calls_it_held_and_the_rest_go_on() -> None:
+    config = LoadTestConfig(
+        arch="sse-store",
+        scenario="store-outage",
+        replicas=2,
+        users=6,
+        duration_s=8,
+        fault_at_s=2,
+        restart_delay_s=1.0,
+        think_time_median_s=0.5,
+        tool_mix={"get_weather": 1.0},
+    )
+    s = run_scenario(config, progress=quiet)
+    events = {f["event"]: f["t"] for f in s["faults"]}
+    assert events["store up"] > events["store down"]
+    assert s["held"] > 0 and s["retries"] > 0, "no held call met the outage"
+    assert any(row["completed"] for row in s["timeline"] if row["t"] > events["store up"] + 1)
