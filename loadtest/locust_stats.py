@@ -28,8 +28,9 @@ response (`X-Served-By`); `ReplicaCounts` counts requests per replica and round 
 reports, and writes them where `LOADTEST_REPLICAS_FILE` says when Locust quits.
 
 A Locust run as a subprocess keeps its HTML report with `--html PATH`; one run in this
-process writes it with `write_html_report`, and takes its counts from
-`per_replica(REPLICA_COUNTS.by_replica())`.
+process (a master, or a lone runner) waits for its workers' last reports
+(`await_worker_reports`), writes the report with `write_html_report`, and takes its
+counts from `per_replica(REPLICA_COUNTS.by_replica())`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -209,6 +211,35 @@ def per_replica(table: dict[str, dict[str, int]]) -> dict[str, dict[str, Any]]:
         replica: {"requests": sum(kinds.values()), "kinds": dict(sorted(kinds.items()))}
         for replica, kinds in sorted(table.items())
     }
+
+
+def await_worker_reports(runner: Any, worker_ids: list[str], timeout_s: float = 10.0) -> None:
+    """Until each of `worker_ids` has reported once more to a stopped master `runner` (a
+    lone runner has nothing to wait for).
+
+    A worker sends its statistics and replica counts every few seconds, not when it
+    stops; the first report its master receives after the worker said it stopped holds
+    all of them. Without this wait the last seconds of a run miss from the master's table.
+    (A stopped worker has left `runner.clients`, hence the ids.)
+    """
+    import gevent
+    from locust.runners import MasterRunner
+
+    if not isinstance(runner, MasterRunner):
+        return
+    waiting = set(worker_ids)
+
+    def on_worker_report(client_id: str, **kwargs: Any) -> None:
+        waiting.discard(client_id)
+
+    events = runner.environment.events
+    events.worker_report.add_listener(on_worker_report)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while waiting and time.monotonic() < deadline:
+            gevent.sleep(0.05)
+    finally:
+        events.worker_report.remove_listener(on_worker_report)
 
 
 def write_html_report(environment: Any, path: Path) -> None:

@@ -44,7 +44,12 @@ from loadtest.call_relay import LOCAL_WORKER, CallCollector
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.lab_control import ClusterControl, TargetControl
-from loadtest.locust_stats import REPLICA_COUNTS, per_replica, write_html_report
+from loadtest.locust_stats import (
+    REPLICA_COUNTS,
+    await_worker_reports,
+    per_replica,
+    write_html_report,
+)
 from loadtest.scenarios import LOCUSTFILE, USER_CLASSES
 from loadtest.summary import summarize
 
@@ -219,6 +224,7 @@ def run_swarm(
         runner.stop()
         _wait_stopped(runner, env.stop_timeout + 30)
         ended = time.time()
+        await_worker_reports(runner, ids)
         calls = collector() or CallCollector()
         summary = summarize(
             config,

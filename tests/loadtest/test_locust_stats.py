@@ -34,6 +34,7 @@ from loadtest.locust_stats import (
     round_kind,
 )
 from loadtest.scenarios import run_scenario
+from server.harness.process import free_port
 
 needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
 
@@ -200,3 +201,31 @@ def embedded_rows(html: str, name: str) -> list[dict[str, Any]]:
 def aggregated_rows(html: str) -> list[dict[str, Any]]:
     """The `Aggregated` rows of the request statistics a Locust HTML report embeds."""
     return [row for row in embedded_rows(html, "Aggregated") if "num_requests" in row]
+
+
+@needs_haproxy
+def test_a_swarm_of_two_workers_counts_every_request_per_replica_on_its_master(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "swarm.json"
+    command = [
+        sys.executable, "-m", "loadtest", "swarm", "--headless", "--arch", "mrtr",
+        "--workers", "2", "--replicas", "2", "--users", "6", "--duration", "5",
+        "--tools", "get_weather=1,update_work_item=1",
+        "--master-port", str(free_port()), "--json", str(out),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=150, cwd=tmp_path)
+    summary = json.loads(out.read_text())
+    locust, replicas = summary["locust"], summary["per_replica"]
+    assert summary["workers"] == 2 and locust["flows"] == summary["started"] > 0
+    assert sum(v["requests"] for v in replicas.values()) == locust["http_requests"] > 0
+    for kind, n in locust["http_by_kind"].items():
+        assert sum(v["kinds"].get(kind, 0) for v in replicas.values()) == n, kind
+    assert {ROUND_1, ANSWER_RETRY} <= set(locust["http_by_kind"]) <= set(ROUND_KINDS)
+    html = (tmp_path / "swarm.html").read_text()
+    (total,) = aggregated_rows(html)
+    assert total["num_requests"] == locust["http_requests"]
+    rows = [r for t in ("get_weather", "update_work_item") for r in embedded_rows(html, t)]
+    calls = [r for r in rows if r["method"] == CALL and "num_requests" in r]
+    assert sum(r["num_requests"] for r in calls) == summary["started"]
+    assert all(r["avg_content_length"] == 0 for r in calls)
