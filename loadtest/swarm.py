@@ -36,7 +36,7 @@ import gevent
 from gevent.event import Event
 from locust.argument_parser import get_parser
 from locust.env import Environment
-from locust.runners import STATE_STOPPED, MasterRunner
+from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner
 from locust.stats import stats_history
 
 from loadtest import lab_tab
@@ -201,8 +201,6 @@ def run_swarm(
             lab_tab.install(web_ui, control)
             stack.callback(web_ui.stop)
         env.events.init.fire(environment=env, runner=runner, web_ui=web_ui)
-        if web_ui is not None:
-            web_ui.start()
         gevent.spawn(stats_history, runner)
         procs = start_workers(config, workers, "127.0.0.1", master_port, work)
         stack.callback(stop_workers, procs)
@@ -210,12 +208,16 @@ def run_swarm(
         say(f"{config.arch} swarm against {url}: {workers} local workers")
         wait_for_workers(runner, workers + expect_workers, procs)
         ids = list(runner.clients.keys()) if isinstance(runner, MasterRunner) else [LOCAL_WORKER]
-        if web_ui is not None:
-            say(f"Locust web UI with the lab's tab: http://127.0.0.1:{web_port}/?tab=lab")
         started = time.time()
-        if headless or start_users:
+        if headless:
             runner.start(config.users, config.spawn_rate)
-        if not headless:
+        if web_ui is not None:
+            if start_users:
+                # Serve the UI once the users run: a page opened before shows the start form.
+                gevent.spawn(runner.start, config.users, config.spawn_rate)
+                _wait_state(runner, lambda state: state != STATE_INIT, 30)
+            web_ui.start()
+            say(f"Locust web UI with the lab's tab: http://127.0.0.1:{web_port}/?tab=lab")
             stop.wait()
             say("stopping the swarm")
             return None
@@ -245,10 +247,15 @@ def run_swarm(
     return None
 
 
+def _wait_state(runner: Any, reached: Callable[[str], bool], timeout_s: float) -> None:
+    """Until the runner's state is one `reached` accepts, or `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while not reached(runner.state) and time.monotonic() < deadline:
+        gevent.sleep(0.1)
+
+
 def _wait_stopped(runner: Any, timeout_s: float) -> None:
     """Until every user has stopped (workers report back to a master)."""
-    deadline = time.monotonic() + timeout_s
-    while runner.state != STATE_STOPPED and time.monotonic() < deadline:
-        gevent.sleep(0.1)
+    _wait_state(runner, lambda state: state == STATE_STOPPED, timeout_s)
     if isinstance(runner, MasterRunner) and runner.state != STATE_STOPPED:
         _say(f"warning: workers still not stopped after {timeout_s:g} s")
