@@ -112,31 +112,51 @@ def test_a_swarm_in_one_process_writes_locusts_html_report_calls_outside_its_tot
     assert error["occurrences"] == 1 and "lost" in error["error"]
 
 
-def check_locust_rows(
-    report: list[dict[str, Any]], summary: dict[str, Any], tools: set[str]
-) -> set[str]:
-    """What every run's statistics must show; the round kinds the report has."""
-    calls = [r for r in report if r["method"] == CALL]
-    rounds = [r for r in report if r["method"] != CALL]
-    assert calls and rounds
-    assert {r["name"] for r in calls} <= tools
-    assert sum(r["num_requests"] for r in calls) == summary["started"]
-    # A call row's size is no byte count it never had, least of all its rounds.
-    assert all(r["total_content_length"] == 0 for r in calls)
-    assert {r["method"] for r in rounds} == {"POST"}
-    kinds = {r["name"] for r in rounds}
+def embedded_rows(html: str, name: str) -> list[dict[str, Any]]:
+    """The rows named `name` a Locust HTML report embeds (statistics, errors)."""
+    pattern = r'\{[^{}]*"name": NAME[^{}]*\}'.replace("NAME", json.dumps(name))
+    return [json.loads(row) for row in re.findall(pattern, html)]
+
+
+def aggregated_rows(html: str) -> list[dict[str, Any]]:
+    """The `Aggregated` rows of the request statistics a Locust HTML report embeds."""
+    return [row for row in embedded_rows(html, "Aggregated") if "num_requests" in row]
+
+
+def check_counts(summary: dict[str, Any], html: str, tools: set[str]) -> set[str]:
+    """What every run's statistics must show; the round kinds they have.
+
+    Calls and HTTP requests are counted apart; every HTTP request was served by one
+    replica (or none), no more, no less; Locust's own report agrees.
+    """
+    locust, replicas = summary["locust"], summary["per_replica"]
+    assert locust["flows"] == summary["started"] > 0
+    kinds = set(locust["http_by_kind"])
     assert kinds <= set(ROUND_KINDS)
-    # Every HTTP request was served by one named replica (or none), no more, no less.
-    replicas = summary["per_replica"]
-    http_requests = sum(r["num_requests"] for r in rounds)
-    assert http_requests == summary["locust"]["http_requests"] > 0
-    assert sum(v["requests"] for v in replicas.values()) == http_requests
-    for kind in kinds:
-        served = sum(v["kinds"].get(kind, 0) for v in replicas.values())
-        assert served == sum(r["num_requests"] for r in rounds if r["name"] == kind)
+    assert sum(v["requests"] for v in replicas.values()) == locust["http_requests"] > 0
+    for kind, n in locust["http_by_kind"].items():
+        assert sum(v["kinds"].get(kind, 0) for v in replicas.values()) == n, kind
     named = {name for name in replicas if name != NO_REPLICA}
     assert named == {f"r{i + 1}" for i in range(summary["config"]["replicas"])}
+    # Locust's own Aggregated row counts the HTTP requests, not calls and rounds together.
+    (total,) = aggregated_rows(html)
+    assert total["num_requests"] == locust["http_requests"]
+    assert total["num_failures"] == locust["http_failures"]
+    rows = [r for tool in tools for r in embedded_rows(html, tool) if "num_requests" in r]
+    calls = [r for r in rows if r["method"] == CALL]
+    assert sum(r["num_requests"] for r in calls) == summary["started"]
+    # A call row's size is no byte count it never had, least of all its rounds.
+    assert all(r["avg_content_length"] == 0 for r in calls)
     return kinds
+
+
+def run_command_line(args: list[str], out: Path) -> tuple[dict[str, Any], str]:
+    """`python -m loadtest ARGS --json OUT`: the summary and what it printed."""
+    command = [sys.executable, "-m", "loadtest", *args, "--json", str(out)]
+    done = subprocess.run(
+        command, check=True, capture_output=True, text=True, timeout=150, cwd=out.parent
+    )
+    return json.loads(out.read_text()), done.stdout
 
 
 @needs_haproxy
@@ -144,22 +164,14 @@ def test_the_command_line_keeps_mrtr_rounds_by_kind_and_locusts_html_report(
     tmp_path: Path,
 ) -> None:
     """An overload run: shedding `crunch` calls come back with their state only."""
-    out = tmp_path / "overload.json"
-    command = [
-        sys.executable, "-m", "loadtest", "scenario", "overload", "--arch", "mrtr",
-        "--replicas", "2", "--users", "6", "--duration", "6", "--json", str(out),
-    ]  # fmt: skip
-    done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=120)
-    summary = json.loads(out.read_text())
+    args = ["scenario", "overload", "--arch", "mrtr", "--replicas", "2", "--users", "6"]
+    summary, printed = run_command_line([*args, "--duration", "6"], tmp_path / "overload.json")
     served = ", ".join(f"{r} {v['requests']}" for r, v in summary["per_replica"].items())
-    assert f"mrtr HTTP requests per replica: {served}" in done.stdout
-    html = tmp_path / "overload.html"
-    assert html.stat().st_size > 1000
-    assert "round 1" in html.read_text()
+    assert f"mrtr HTTP requests per replica: {served}" in printed
+    check_counts(summary, (tmp_path / "overload.html").read_text(), {"crunch"})
     by_kind = summary["locust"]["http_by_kind"]
     assert by_kind[ROUND_1] > 0 and by_kind[STATE_RETRY] > 0, by_kind
     replicas = summary["per_replica"]
-    assert sum(v["requests"] for v in replicas.values()) == summary["locust"]["http_requests"]
     assert any(replicas[r]["kinds"].get(STATE_RETRY) for r in ("r1", "r2")), replicas
 
 
@@ -183,49 +195,25 @@ def test_calls_and_rounds_by_kind_are_separate_rows(
         config, workdir=tmp_path, progress=quiet, html_path=tmp_path / "report.html"
     )
     assert summary["completed"] > 5, summary["errors"]
-    report = json.loads((tmp_path / "locust.json").read_text())
-    kinds = check_locust_rows(report, summary, set(config.tool_mix))
+    kinds = check_counts(summary, (tmp_path / "report.html").read_text(), set(config.tool_mix))
     assert expected <= kinds, kinds
-    # Locust's own Aggregated row counts the HTTP requests, not calls and rounds together.
-    (total,) = aggregated_rows((tmp_path / "report.html").read_text())
-    assert total["num_requests"] == summary["locust"]["http_requests"]
-    assert total["num_failures"] == summary["locust"]["http_failures"]
-
-
-def embedded_rows(html: str, name: str) -> list[dict[str, Any]]:
-    """The rows named `name` a Locust HTML report embeds (statistics, errors)."""
-    pattern = r'\{[^{}]*"name": NAME[^{}]*\}'.replace("NAME", json.dumps(name))
-    return [json.loads(row) for row in re.findall(pattern, html)]
-
-
-def aggregated_rows(html: str) -> list[dict[str, Any]]:
-    """The `Aggregated` rows of the request statistics a Locust HTML report embeds."""
-    return [row for row in embedded_rows(html, "Aggregated") if "num_requests" in row]
+    # Locust's JSON report: calls of size 0 beside POST rows of their real sizes.
+    report = json.loads((tmp_path / "locust.json").read_text())
+    assert all(r["total_content_length"] == 0 for r in report if r["method"] == CALL)
+    rounds = [r for r in report if r["method"] != CALL]
+    assert {r["method"] for r in rounds} == {"POST"}
+    assert all(r["total_content_length"] > 0 for r in rounds if r["name"] == ROUND_1)
 
 
 @needs_haproxy
 def test_a_swarm_of_two_workers_counts_every_request_per_replica_on_its_master(
     tmp_path: Path,
 ) -> None:
-    out = tmp_path / "swarm.json"
-    command = [
-        sys.executable, "-m", "loadtest", "swarm", "--headless", "--arch", "mrtr",
-        "--workers", "2", "--replicas", "2", "--users", "6", "--duration", "5",
-        "--tools", "get_weather=1,update_work_item=1",
-        "--master-port", str(free_port()), "--json", str(out),
-    ]  # fmt: skip
-    subprocess.run(command, check=True, capture_output=True, timeout=150, cwd=tmp_path)
-    summary = json.loads(out.read_text())
-    locust, replicas = summary["locust"], summary["per_replica"]
-    assert summary["workers"] == 2 and locust["flows"] == summary["started"] > 0
-    assert sum(v["requests"] for v in replicas.values()) == locust["http_requests"] > 0
-    for kind, n in locust["http_by_kind"].items():
-        assert sum(v["kinds"].get(kind, 0) for v in replicas.values()) == n, kind
-    assert {ROUND_1, ANSWER_RETRY} <= set(locust["http_by_kind"]) <= set(ROUND_KINDS)
-    html = (tmp_path / "swarm.html").read_text()
-    (total,) = aggregated_rows(html)
-    assert total["num_requests"] == locust["http_requests"]
-    rows = [r for t in ("get_weather", "update_work_item") for r in embedded_rows(html, t)]
-    calls = [r for r in rows if r["method"] == CALL and "num_requests" in r]
-    assert sum(r["num_requests"] for r in calls) == summary["started"]
-    assert all(r["avg_content_length"] == 0 for r in calls)
+    args = ["swarm", "--headless", "--arch", "mrtr", "--workers", "2", "--replicas", "2"]
+    args += ["--users", "6", "--duration", "5", "--tools", "get_weather=1,update_work_item=1"]
+    args += ["--master-port", str(free_port())]
+    summary, _ = run_command_line(args, tmp_path / "swarm.json")
+    assert summary["workers"] == 2
+    tools = {"get_weather", "update_work_item"}
+    kinds = check_counts(summary, (tmp_path / "swarm.html").read_text(), tools)
+    assert {ROUND_1, ANSWER_RETRY} <= kinds, kinds
