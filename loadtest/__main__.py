@@ -215,10 +215,10 @@ def cmd_measure(args: argparse.Namespace) -> int:
 
 
 def print_table(summaries: list[dict[str, Any]]) -> None:
-    """One row per run: outcomes, re-prompts, latency and throughput."""
+    """One row per run: outcomes, held questions, re-prompts, latency and throughput."""
     header = (
         f"{'arch':<10} {'scenario':<16} {'started':>7} {'done':>6} {'failed':>6} {'lost':>5} "
-        f"{'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
+        f"{'held':>5} {'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -226,7 +226,8 @@ def print_table(summaries: list[dict[str, Any]]) -> None:
         lat = s["latency_ms"]
         print(
             f"{s['arch']:<10} {s['scenario']:<16} {s['started']:>7} {s['completed']:>6} "
-            f"{s['failed']:>6} {s['lost']:>5} {s['re_prompts']:>8} {_ms(lat['p50']):>8} "
+            f"{s['failed']:>6} {s['lost']:>5} {s.get('held', 0):>5} {s['re_prompts']:>8} "
+            f"{_ms(lat['p50']):>8} "
             f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
         )
     for s in summaries:
