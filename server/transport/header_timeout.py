@@ -53,8 +53,9 @@ def with_header_timeout(base: type[asyncio.Protocol], timeout_s: float) -> type[
         def data_received(self, data: bytes) -> None:
             before = self.cycle
             super().data_received(data)
-            if self.cycle is not before:
-                # A request's headers are complete: it is the application's now.
+            if self.cycle is not before or self.transport.get_protocol() is not self:
+                # A request's headers are complete (or the connection was upgraded to a
+                # WebSocket, handed to another protocol): it is the application's now.
                 self._disarm_header_timer()
             elif self._header_timer is None and (before is None or before.response_complete):
                 # The first bytes of the next request on a kept-alive connection.
