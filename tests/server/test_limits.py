@@ -126,3 +126,19 @@ def test_a_principal_keeps_at_most_its_limit_of_tasks_across_replicas() -> None:
         assert sorted(t["taskId"] for t in listed) == sorted(created)  # the refused one is not
         bob = Wire([r.url for r in two], token=token("bob"))
         assert bob("tools/call", task)["task"]["status"] in ("working", "input_required")
+
+
+def test_the_session_limit_holds_in_a_replica_without_a_shared_store() -> None:
+    app = create_app(make_config(max_sessions_per_principal=LIMIT))
+    with TestClient(app, base_url="http://127.0.0.1") as http:
+        opened = [
+            http.post("/mcp", json=INIT, headers=bearer("alice")).headers["mcp-session-id"]
+            for _ in range(LIMIT)
+        ]
+        over = http.post("/mcp", json=INIT, headers=bearer("alice"))
+        assert over.status_code == 429 and over.json()["error"]["data"] == {"limit": LIMIT}
+        legacy = {**bearer("alice"), "MCP-Protocol-Version": "2025-11-25"}
+        ended = http.delete("/mcp", headers={**legacy, "Mcp-Session-Id": opened[0]})
+        assert ended.status_code == 204
+        assert http.post("/mcp", json=INIT, headers=bearer("alice")).status_code == 200
+        assert http.post("/mcp", json=INIT, headers=bearer("bob")).status_code == 200
