@@ -136,6 +136,7 @@ class Cluster:
                 admin_socket=self.api.socket_path,
                 health_check_interval_ms=self.config.health_check_interval_ms,
                 stream_timeout_s=self.idle_timeout_s,
+                health_check_timeout_ms=self.config.health_check_timeout_ms,
             )
             self.lb = HAProxy(text, self.workdir).start(self.api.socket_path, self.server_cpus)
             self.wait_all_up()

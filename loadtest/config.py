@@ -91,6 +91,10 @@ class LoadTestConfig:
     answer_timeout_s: float = 30.0
     #: HAProxy: health-check interval, milliseconds.
     health_check_interval_ms: int = 300
+    #: HAProxy: how long a health check may wait for its answer, milliseconds. HAProxy's
+    #: own default interval; a check shorter than a loaded replica's queue marks the only
+    #: replica down at high load and the clients see 503s, not the queue.
+    health_check_timeout_ms: int = 2000
     #: Mean seconds between the starts of a user's calls, drawn exponentially: many users
     #: together offer a Poisson stream of `users / pacing_s` calls/s (open loop, as labsim
     #: assumes). 0 = closed loop: each call starts when the user's last one ends.

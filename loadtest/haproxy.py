@@ -41,6 +41,7 @@ def render_config(
     sticky: bool,
     admin_socket: Path,
     health_check_interval_ms: int = 300,
+    health_check_timeout_ms: int = 2000,
     stream_timeout_s: float = 60.0,
     max_connections_per_server: int = 512,
 ) -> str:
@@ -67,6 +68,9 @@ defaults
     timeout server {round(stream_timeout_s * 1000)}ms
     timeout http-keep-alive 10s
     timeout queue 5s
+    # A health check waits behind the requests a busy replica has queued: a replica that
+    # is slow but alive stays in rotation (a crashed one refuses the connection at once).
+    timeout check {health_check_timeout_ms}ms
     option redispatch
     option http-no-delay
     retries 2
