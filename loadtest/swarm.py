@@ -36,6 +36,7 @@ import gevent
 from gevent.event import Event
 from locust.argument_parser import get_parser
 from locust.env import Environment
+from locust.rpc import Message
 from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner
 from locust.stats import stats_history
 
@@ -102,8 +103,12 @@ def start_workers(
 
 
 def stop_workers(workers: list[subprocess.Popen], timeout_s: float = 10.0) -> None:
-    """Wait for workers told to quit; kill any still running after `timeout_s`."""
+    """Stop local workers (SIGTERM: Locust's worker says goodbye to its master and exits);
+    kill any still running after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
+    for worker in workers:
+        if worker.poll() is None:
+            worker.terminate()
     for worker in workers:
         with contextlib.suppress(subprocess.TimeoutExpired):
             worker.wait(max(0.1, deadline - time.monotonic()))
@@ -203,11 +208,13 @@ def run_swarm(
         env.events.init.fire(environment=env, runner=runner, web_ui=web_ui)
         gevent.spawn(stats_history, runner)
         procs = start_workers(config, workers, "127.0.0.1", master_port, work)
+        ids: list[str] = []
         stack.callback(stop_workers, procs)
-        stack.callback(runner.quit)  # first: tells the workers to quit
+        stack.callback(runner.quit)
+        stack.callback(_quit_stopped_workers, runner, ids)  # first: before the master quits
         say(f"{config.arch} swarm against {url}: {workers} local workers")
         wait_for_workers(runner, workers + expect_workers, procs)
-        ids = list(runner.clients.keys()) if isinstance(runner, MasterRunner) else [LOCAL_WORKER]
+        ids += list(runner.clients.keys()) if isinstance(runner, MasterRunner) else [LOCAL_WORKER]
         started = time.time()
         if headless:
             runner.start(config.users, config.spawn_rate)
@@ -245,6 +252,15 @@ def run_swarm(
         summary["per_worker"] = calls.completed_by_worker(ids)
         return summary
     return None
+
+
+def _quit_stopped_workers(runner: Any, ids: list[str]) -> None:
+    """Tell workers that stopped their users to quit too (the master's own quit reaches
+    only the workers still running users): remote workers then exit with their master."""
+    if isinstance(runner, MasterRunner):
+        for worker_id in ids:
+            if worker_id not in runner.clients:
+                runner.server.send_to_client(Message("quit", None, worker_id))
 
 
 def _wait_state(runner: Any, reached: Callable[[str], bool], timeout_s: float) -> None:
