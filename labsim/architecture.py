@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Generator
 from typing import TYPE_CHECKING, ClassVar
 
+import numpy as np
 import simpy
 from simpy import Interrupt
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from labsim.store import SharedStore
 
 _LAST_DRAW = DRAWS_PER_CALL - 1
+_DELAY_BATCH = 1024  # network delays drawn at once
 
 
 class Shed(Exception):
@@ -194,7 +196,10 @@ class Architecture(ABC):
         cv = cluster_params.network_rtt_cv
         self._rtt_sigma = math.sqrt(math.log1p(cv * cv))
         self._rtt_mu = math.log(self.network_rtt_s or 1.0) - self._rtt_sigma**2 / 2
-        self._lognormal = rng.lognormvariate
+        # Network delays drawn a batch at a time from a stream of their own: one NumPy
+        # call per batch costs less than a Python draw per request.
+        self._delay_rng = np.random.default_rng(rng.getrandbits(64))
+        self._delays: list[float] = []
         self.sheds = cluster_params.shed_policy != "none"
         self.offloads = cluster_params.shed_policy == "mrtr-offload" and self.can_offload
         self.shed_threshold = cluster_params.shed_queue_threshold
@@ -263,7 +268,10 @@ class Architecture(ABC):
         """One request's time on the wire and in the load balancer (lognormal, given mean)."""
         if not self._rtt_sigma:
             return self.network_rtt_s
-        return self._lognormal(self._rtt_mu, self._rtt_sigma)
+        if not self._delays:
+            batch = self._delay_rng.lognormal(self._rtt_mu, self._rtt_sigma, _DELAY_BATCH)
+            self._delays = batch.tolist()
+        return self._delays.pop()
 
     def _account(self, call: Call, replica: Replica, cpu_s: float) -> None:
         call.cpu_s += cpu_s

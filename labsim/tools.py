@@ -39,6 +39,7 @@ class SimTool:
     rounds_v2: tuple[Round, ...] | None = None
     offloads: bool = False
     masks: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
+    counts: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
     def rounds(self, version: int) -> tuple[Round, ...]:
         """The question names of each asking round, as tool version `version` asks them."""
@@ -52,7 +53,7 @@ class SimTool:
 
     def questions(self, version: int = 1) -> int:
         """How many questions a call asks when nothing goes wrong."""
-        return sum(len(r) for r in self.rounds(version))
+        return self.counts[2 if version == 2 else 1]  # counted once, below the catalogue
 
     def requests(self, version: int = 1) -> int:
         """How many requests (rounds) an MRTR call makes when nothing goes wrong."""
@@ -88,6 +89,7 @@ for _tool in CATALOGUE:
         _tool.masks[_version] = tuple(
             sum(QUESTION_BITS[name] for name in r) for r in _tool.rounds(_version)
         )
+        _tool.counts[_version] = sum(len(r) for r in _tool.rounds(_version))
 
 
 def questions_asked(answered: int, masks: tuple[int, ...]) -> int:
