@@ -44,10 +44,6 @@ class CallCollector:
         done = Counter(c["worker"] for c in self.calls if c["outcome"] == "completed")
         return {w: done.get(w, 0) for w in sorted(set(worker_ids) | set(done))}
 
-    def served_by(self) -> Counter[str]:
-        """Requests answered per replica (the `X-Served-By` of every round)."""
-        return Counter(name for c in self.calls for name in c.get("served_by", []))
-
 
 def listen(environment: Any, log_path: str | None = None) -> CallCollector | None:
     """Register a collector on a master or local runner (workers only send); return it."""

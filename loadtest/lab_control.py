@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadtest.call_relay import CallCollector
 from loadtest.cluster import Cluster
+from loadtest.locust_stats import NO_REPLICA, REPLICA_COUNTS
 from loadtest.upgrade import rolling_upgrade
 
 #: Faults the lab can inject, by route name.
@@ -43,6 +43,13 @@ def requests_served(base_url: str) -> int | None:
     return 0
 
 
+def swarm_requests() -> dict[str, int]:
+    """HTTP requests the swarm's users had answered, per replica (`X-Served-By`), since the
+    swarm started: the master's merge of every worker's counts (`loadtest.locust_stats`)."""
+    table = REPLICA_COUNTS.by_replica()
+    return {name: sum(kinds.values()) for name, kinds in table.items() if name != NO_REPLICA}
+
+
 def shares(counts: dict[str, int | None]) -> dict[str, float]:
     """Each replica's share of the requests counted, in percent."""
     total = sum(c or 0 for c in counts.values())
@@ -52,9 +59,8 @@ def shares(counts: dict[str, int | None]) -> dict[str, float]:
 class ClusterControl:
     """The lab's hand on its own cluster while a swarm runs against it."""
 
-    def __init__(self, cluster: Cluster, collector: Callable[[], CallCollector | None]) -> None:
+    def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.collector = collector
         self.busy: str | None = None
         self._lock = threading.Lock()
 
@@ -69,25 +75,26 @@ class ClusterControl:
             lb = cluster.api.server_stats()
         except OSError:
             lb = {}
-        rows, counts = [], {}
+        rows = []
+        swarm = swarm_requests()
+        share = shares({name: swarm.get(name, 0) for name in cluster.replicas})
         for name, process in cluster.replicas.items():
             running = process.process is not None and process.process.poll() is None
             health = cluster.health(name) if running else {}
-            counts[name] = requests_served(process.base_url) if running else None
             rows.append(
                 {
                     "id": name,
                     "version": health.get("tool_version", cluster.versions.get(name)),
                     "health": health.get("status", "down"),
                     "balancer": lb.get(name, {}).get("status", "?"),
-                    "requests": counts[name],
+                    "requests": requests_served(process.base_url) if running else None,
+                    "swarm_requests": swarm.get(name, 0),
+                    "share_pct": share[name],
                     "in_flight": health.get("in_flight", 0),
                     "held": health.get("open_streams", 0) + health.get("waiting_calls", 0),
                     "port": process.port,
                 }
             )
-        for row, share in zip(rows, shares(counts).values(), strict=True):
-            row["share_pct"] = share
         return rows
 
     def inject(self, fault: str, replica: str | None = None) -> dict[str, Any]:
@@ -146,15 +153,13 @@ class ClusterControl:
 class TargetControl:
     """A swarm against an endpoint it did not start: observe only, no faults."""
 
-    def __init__(self, url: str, collector: Callable[[], CallCollector | None]) -> None:
+    def __init__(self, url: str) -> None:
         self.base_url = url.removesuffix("/mcp")
-        self.collector = collector
         self.events: list[dict[str, Any]] = [{"t": time.time(), "event": "target", "url": url}]
 
     def replicas(self) -> list[dict[str, Any]]:
         """The replicas the calls were served by, and the one the endpoint's /healthz names."""
-        collector = self.collector()
-        served = dict(collector.served_by()) if collector else {}
+        served = swarm_requests()
         try:
             health = httpx.get(f"{self.base_url}/healthz", timeout=1.0).json()
         except (httpx.HTTPError, ValueError):
@@ -171,7 +176,8 @@ class TargetControl:
                     "version": health.get("tool_version") if own else None,
                     "health": health.get("status", "?") if own else "?",
                     "balancer": "-",
-                    "requests": served[name],
+                    "requests": None,
+                    "swarm_requests": served[name],
                     "share_pct": share,
                     "in_flight": health.get("in_flight", 0) if own else None,
                     "held": health.get("open_streams", 0) + health.get("waiting_calls", 0)

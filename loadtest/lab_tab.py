@@ -4,8 +4,9 @@ Built on Locust's extension points: the web UI's Flask app gets a blueprint with
 lab's routes, and the UI's `extended_tabs` / `extended_tables` show two extra tabs, fed
 through the `extended_stats` of the UI's own `/stats/requests` poll:
 
-    Lab            one row per replica: version, health, balancer state, requests served
-                   and their share, requests in flight, calls held (legacy streams)
+    Lab            one row per replica: version, health, balancer state, requests it served
+                   since it started (`/metrics`), the swarm's requests it answered and
+                   their share, requests in flight and calls held (`/healthz`)
     Lab timeline   every fault and cluster event, seconds since the swarm started
 
 A small script (`lab_tab.js`) adds the fault buttons under the Lab tab. Routes:
@@ -35,7 +36,8 @@ REPLICA_COLUMNS = [
     ("version", "Tool version"),
     ("health", "Health"),
     ("balancer", "Balancer"),
-    ("requests", "Requests served"),
+    ("requests", "Served since start"),
+    ("swarm_requests", "Swarm's requests"),
     ("share_pct", "Share %"),
     ("in_flight", "In flight"),
     ("held", "Held calls"),

@@ -199,7 +199,7 @@ def run_swarm(
         def collector() -> CallCollector | None:
             return getattr(env, "call_collector", None)
 
-        control = ClusterControl(cluster, collector) if cluster else TargetControl(url, collector)
+        control = ClusterControl(cluster) if cluster else TargetControl(url)
         web_ui = None
         if not headless:
             web_ui = env.create_web_ui("127.0.0.1", web_port, delayed_start=True)

@@ -108,6 +108,11 @@ def versions(url: str) -> dict[str, Any]:
 def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str) -> None:
     url = ui_swarm
     assert versions(url) == {"r1": 1, "r2": 1}
+
+    def swarm_requests() -> int:
+        return sum(r["swarm_requests"] for r in httpx.get(f"{url}/lab/replicas").json())
+
+    wait_for(lambda: swarm_requests() > 0, 15)  # the workers' counts reach the master
     started = httpx.post(f"{url}/lab/faults/rolling-upgrade", timeout=10)
     assert started.status_code == 202 and started.json()["tool_version"] == 2
     busy = httpx.post(f"{url}/lab/faults/crash", timeout=10)
@@ -140,7 +145,7 @@ def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
     from loadtest.lab_control import TargetControl
 
     web_ui = SimpleNamespace(app=Flask("lab"), template_args={})
-    lab_tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp", lambda: None))
+    lab_tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"))
     client = web_ui.app.test_client()
     for fault in ("rolling-upgrade", "crash", "restart"):
         refused = client.post(f"/lab/faults/{fault}")
