@@ -137,8 +137,10 @@ class ClusterControl:
                 raise FaultRefused(f"{victim or 'every replica'} is already down")
             return (lambda: cluster.kill(victim)), {"replica": victim}
         target = replica or (down[0] if down else None)
-        if target is None or target in up:
-            raise FaultRefused(f"{target or 'no replica'} is not down: crash one first")
+        if target is None:
+            raise FaultRefused("no replica is down: crash one first")
+        if target in up:
+            raise FaultRefused(f"{target} is not down: crash it first")
         return (lambda: cluster.restart(target)), {"replica": target}
 
     def _run(self, fault: str, action: Callable[[], Any]) -> None:
