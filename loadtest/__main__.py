@@ -143,6 +143,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
         master_bind=args.master_bind,
         master_port=args.master_port,
         html_path=_html_beside(args.json),
+        fault=args.fault,
     )
     if summary is not None:
         _write(summary, args.json)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
 SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage", "idle-timeout")
+#: Faults a swarm injects on demand (`loadtest.lab_control`), from its web UI or on cue.
+FAULTS = ("rolling-upgrade", "crash", "restart", "redis-outage")
 #: Which form of the task methods a task call speaks; `both` picks one per call.
 TASK_WIRES = ("seed", "extension", "both")
 #: How the task store's Redis keeps its append-only file; `off`: no file at all.

@@ -20,11 +20,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from loadtest.cluster import Cluster
+from loadtest.config import FAULTS
 from loadtest.locust_stats import NO_REPLICA, REPLICA_COUNTS
 from loadtest.upgrade import rolling_upgrade
-
-#: Faults the lab can inject, by route name.
-FAULTS = ("rolling-upgrade", "crash", "restart", "redis-outage")
 
 
 class FaultRefused(Exception):

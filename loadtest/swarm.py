@@ -44,7 +44,7 @@ from loadtest import lab_tab
 from loadtest.call_relay import LOCAL_WORKER, CallCollector
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.lab_control import ClusterControl, TargetControl
+from loadtest.lab_control import ClusterControl, FaultRefused, TargetControl
 from loadtest.locust_stats import (
     REPLICA_COUNTS,
     await_worker_reports,
@@ -160,6 +160,7 @@ def run_swarm(
     master_bind: str = "127.0.0.1",
     master_port: int = DEFAULT_MASTER_PORT,
     html_path: Path | None = None,
+    fault: str | None = None,
     say: Callable[[str], None] = _say,
 ) -> dict[str, Any] | None:
     """Run the swarm; after a headless run, its summary (and Locust's HTML report at
@@ -218,6 +219,8 @@ def run_swarm(
         started = time.time()
         if headless:
             runner.start(config.users, config.spawn_rate)
+            if fault:
+                gevent.spawn_later(config.fault_at_s, _inject_on_cue, control, fault, say)
         if web_ui is not None:
             if start_users:
                 # Serve the UI once the users run: a page opened before shows the start form.
@@ -252,6 +255,13 @@ def run_swarm(
         summary["per_worker"] = calls.completed_by_worker(ids)
         return summary
     return None
+
+
+def _inject_on_cue(control: ClusterControl | TargetControl, fault: str, say: Any) -> None:
+    try:
+        say(f"fault: {control.inject(fault)}")
+    except FaultRefused as refused:
+        say(f"fault refused: {refused}")
 
 
 def _quit_stopped_workers(runner: Any, ids: list[str]) -> None:

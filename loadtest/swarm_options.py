@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from loadtest.config import ARCHITECTURES
+from loadtest.config import ARCHITECTURES, FAULTS
 
 
 def add_swarm_options(p: argparse.ArgumentParser) -> None:
@@ -111,4 +111,17 @@ def add_swarm_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--json", default=None, help="write a headless run's summary here, Locust's HTML beside it"
+    )
+    p.add_argument(
+        "--fault",
+        choices=FAULTS,
+        default=None,
+        help="a headless run injects this fault into the lab's cluster at --fault-at",
+    )
+    p.add_argument(
+        "--fault-at",
+        dest="fault_at_s",
+        type=float,
+        default=None,
+        help="seconds after the users start (default 5)",
     )

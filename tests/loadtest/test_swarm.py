@@ -34,6 +34,7 @@ def run_headless(args: list[str], out: Path) -> dict[str, Any]:
 @needs_haproxy
 def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
     args = ["--arch", "sticky", "--workers", "2", "--replicas", "2", "--users", "8"]
+    args += ["--fault", "crash", "--fault-at", "3"]
     summary = run_headless([*args, "--duration", "8"], tmp_path / "swarm.json")
     assert summary["workers"] == 2
     per_worker = summary["per_worker"]
@@ -41,6 +42,8 @@ def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
     assert sum(per_worker.values()) == summary["completed"] > 0
     assert {c["worker"] for c in summary["calls"]} == set(per_worker)
     assert set(summary["replica_share"]) == {"r1", "r2"}
+    crash = [f for f in summary["faults"] if f["event"] == "crash"]
+    assert len(crash) == 1 and crash[0]["replica"] == "r1" and 2 < crash[0]["t"] < 8
     # Both workers' HTTP requests per replica reached the master, and its HTML report.
     assert {"r1", "r2"} <= set(summary["per_replica"])
     assert "<html" in (tmp_path / "swarm.html").read_text().lower()
