@@ -251,6 +251,8 @@ def run_swarm(
         if html_path is not None:
             write_html_report(env, html_path)
         summary["target"] = target
+        if fault:  # the run's scenario is the fault injected on cue
+            summary["scenario"] = fault
         summary["workers"] = len(ids)
         summary["per_worker"] = calls.completed_by_worker(ids)
         return summary

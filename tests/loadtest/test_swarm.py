@@ -44,6 +44,7 @@ def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
     assert set(summary["replica_share"]) == {"r1", "r2"}
     crash = [f for f in summary["faults"] if f["event"] == "crash"]
     assert len(crash) == 1 and crash[0]["replica"] == "r1" and 2 < crash[0]["t"] < 8
+    assert summary["scenario"] == "crash"
     # Both workers' HTTP requests per replica reached the master, and its HTML report.
     assert {"r1", "r2"} <= set(summary["per_replica"])
     assert "<html" in (tmp_path / "swarm.html").read_text().lower()
