@@ -7,7 +7,8 @@ one colour everywhere; units are in the axis labels.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -21,6 +22,13 @@ from labsim.metrics import RunResult
 
 COLOURS = {"sse-store": "tab:orange", "sticky": "tab:red", "mrtr": "tab:blue"}
 LABELS = {"sse-store": "SSE + shared store", "sticky": "sticky load balancer", "mrtr": "MRTR"}
+# The two legacy architectures hold the same calls, so their time series often coincide:
+# the store's line is drawn wide and the sticky one dashed on top, so both stay visible.
+LINES: dict[str, dict[str, Any]] = {
+    "sse-store": {"linewidth": 3.0, "alpha": 0.8},
+    "sticky": {"linewidth": 1.4, "linestyle": (0, (4, 2))},
+    "mrtr": {"linewidth": 1.4},
+}
 
 # Event kinds drawn as vertical lines on time series.
 _EVENT_KINDS = ("down", "up", "draining", "store-down", "store-up", "spike-start", "spike-end")
@@ -88,6 +96,7 @@ def timeline(
                 frame[column] / divisor,
                 color=COLOURS.get(result.architecture),
                 label=_label(result.architecture),
+                **LINES.get(result.architecture, {}),
             )
         for result in results:
             _mark_events(ax, result.events, COLOURS.get(result.architecture))
@@ -236,5 +245,105 @@ def share_sweep(
         ax.grid(True, alpha=0.3)
     axes.flat[0].legend(fontsize="small")
     fig.suptitle("Persistent tools: what MRTR keeps and what it gives back, share by share")
+    fig.tight_layout()
+    return fig
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One panel of a figure: a metric, its axis label with unit, and how to draw it.
+
+    `divisor` turns the metric's unit into the label's; `yscale` is "linear", "log" or
+    "symlog" (counts that span decades and include zero); `limit` is a horizontal line
+    (value in the label's unit, its legend).
+    """
+
+    metric: str
+    label: str
+    divisor: float = 1.0
+    yscale: str = "linear"
+    limit: tuple[float, str] | None = None
+
+
+def _style(group: str, colours: Mapping[str, str] | None) -> dict[str, Any]:
+    """Architectures keep their colour, name and line style; other groups take `colours`."""
+    if colours is None:
+        return {"color": COLOURS.get(group), "label": _label(group), **LINES.get(group, {})}
+    return {"color": colours.get(group), "label": group}
+
+
+def _finish_panel(ax: Axes, panel: Panel) -> None:
+    if panel.limit is not None:
+        ax.axhline(panel.limit[0], color="grey", linestyle="--", label=panel.limit[1])
+    if panel.yscale == "symlog":
+        ax.set_yscale("symlog", linthresh=1)
+        ax.set_ylim(bottom=0)
+    else:
+        ax.set_yscale(panel.yscale)
+    ax.set_ylabel(panel.label)
+    title = panel.label.split(" (")[0]
+    ax.set_title(title[:1].upper() + title[1:])
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def sweep_panels(
+    tidy: pd.DataFrame,
+    x: str,
+    panels: Sequence[Panel],
+    *,
+    xlabel: str,
+    title: str,
+    by: str = "architecture",
+    colours: Mapping[str, str] | None = None,
+    xscale: str = "linear",
+    xbase: float = 10,
+    marks: Sequence[tuple[float, str]] = (),
+    columns: int | None = None,
+) -> Figure:
+    """Means of metrics against a swept parameter: a panel per metric, a line per `by` value.
+
+    `tidy` has the columns `x`, `by`, metric and mean (as `labsim.sweep` returns them);
+    `marks` are vertical lines (x value, legend) drawn on every panel.
+    """
+    columns = columns or len(panels)
+    rows = int(np.ceil(len(panels) / columns))
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(4.4 * columns, 3.6 * rows), squeeze=False, sharex=True
+    )
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        chosen = tidy[tidy["metric"] == panel.metric]
+        for group, line in chosen.groupby(by, sort=False):
+            line = line.sort_values(x)
+            ax.plot(
+                line[x], line["mean"] / panel.divisor, marker="o", **_style(str(group), colours)
+            )
+        for value, label in marks:
+            ax.axvline(value, color="black", linestyle=":", label=label)
+        if xscale == "log":
+            ax.set_xscale("log", base=xbase)
+        _finish_panel(ax, panel)
+    for ax in axes[-1]:
+        ax.set_xlabel(xlabel)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def headline_bars(
+    summaries: Mapping[str, Mapping[str, float]], panels: Sequence[Panel], *, title: str
+) -> Figure:
+    """A bar per architecture for each metric of one run each (`summaries` by architecture)."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
+    names = [_label(a) for a in summaries]
+    colours = [COLOURS.get(a) for a in summaries]
+    for ax, panel in zip(axes.flat, panels, strict=True):
+        values = [summary[panel.metric] / panel.divisor for summary in summaries.values()]
+        ax.bar(names, values, color=colours, label=names)
+        ax.tick_params(axis="x", labelrotation=15)
+        _finish_panel(ax, panel)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig

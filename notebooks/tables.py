@@ -3,13 +3,16 @@
 `labsim.compare` and `labsim.sweep` return tidy rows (architecture, metric, mean,
 ci_half_width). A reader wants "p95 latency (ms)" next to "SSE + shared store", so
 `readable` pivots them, scales each metric to the unit its column names, and names rows
-the way the figures' legends do.
+the way the figures' legends do. `column` shows a few named quantities as a titled table
+instead of a bare `pd.Series` printout. Counts stay whole numbers in both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from labsim.plots import LABELS
@@ -57,6 +60,72 @@ METRICS: dict[str, tuple[str, float]] = {
 }
 
 
+#: Headings for what rows are grouped by (swept parameters, run settings).
+HEADINGS: dict[str, str] = {
+    "architecture": "architecture",
+    "scenario": "scenario",
+    "replicas": "replicas",
+    "policy": "shedding policy",
+    "arrival_rate_per_s": "arrival rate (calls/s)",
+    "think_median_s": "think time, median (s)",
+    "checkpoint_fraction": "checkpoint at (share of the work)",
+    "persistent_share": "calls to persistent tools (share)",
+}
+
+
+def heading(name: str) -> str:
+    """A readable heading, with its unit, for a metric or parameter name."""
+    if name in HEADINGS:
+        return HEADINGS[name]
+    if name in METRICS:
+        return METRICS[name][0]
+    return name.replace("_", " ")
+
+
+def whole_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with every float column that holds only whole numbers shown as integers."""
+    table = table.copy()
+    for name in table.columns:
+        values = table[name]
+        if pd.api.types.is_float_dtype(values):
+            present = values.dropna()
+            if len(present) and np.all(np.isfinite(present)) and (present % 1 == 0).all():
+                table[name] = values.astype("Int64")
+    return table
+
+
+def column(values: Mapping[str, object], title: str, digits: int = 2) -> pd.DataFrame:
+    """Named quantities as a one-column table titled `title`: whole numbers stay whole,
+    other numbers are rounded to `digits` decimals, anything else is shown as it is."""
+
+    def shown(value: object) -> object:
+        if isinstance(value, bool | np.bool_):
+            return "yes" if value else "no"
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            number = float(value)
+            return int(number) if number.is_integer() else round(number, digits)
+        return value
+
+    return pd.DataFrame({title: {name: shown(value) for name, value in values.items()}})
+
+
+def pivot(
+    frame: pd.DataFrame, index: str, columns: str, values: Sequence[str], digits: int = 2
+) -> pd.DataFrame:
+    """A row per `index` value and a column per (metric, `columns` value), in the units and
+    with the headings `readable` uses."""
+    scaled = frame.copy()
+    for metric in values:
+        scaled[metric] = scaled[metric] / METRICS.get(metric, (metric, 1.0))[1]
+    table = scaled.pivot(index=index, columns=columns, values=list(values)).round(digits)
+    table = table.rename(columns=heading, level=0)
+    table.columns.names = [None, heading(columns)]
+    table.index.name = heading(index)
+    return whole_numbers(table)
+
+
 def label(architecture: str) -> str:
     """The name figures and tables use for an architecture."""
     return LABELS.get(architecture, architecture)
@@ -86,6 +155,7 @@ def readable(
     index = [by, "architecture"] if by else ["architecture"]
     table = rows.pivot_table(index=index, columns="metric", values="value", aggfunc="first")
     table = table[[m for m in metrics if m in table.columns]]
-    table.columns = [METRICS.get(m, (m, 1.0))[0] for m in table.columns]
+    table.columns = [heading(m) for m in table.columns]
     table.columns.name = None
-    return table
+    table.index.names = [heading(name) for name in index]
+    return whole_numbers(table)

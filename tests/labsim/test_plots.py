@@ -72,3 +72,104 @@ def test_comparison_grid_has_a_panel_per_metric(comparison: pd.DataFrame) -> Non
     assert len(visible) == 6
     assert all(ax.get_ylabel() for ax in visible)
     assert figure.get_suptitle()
+
+
+def test_timeline_keeps_the_coinciding_legacy_lines_apart() -> None:
+    """The store's and the sticky balancer's series often coincide: both stay visible."""
+    figure = plots.timeline([run("steady", a) for a in ARCHITECTURES])
+    for ax in figure.axes:
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        store, sticky = lines["SSE + shared store"], lines["sticky load balancer"]
+        assert store.get_linewidth() > 2 * sticky.get_linewidth()
+        assert sticky.get_linestyle() != "-"
+
+
+def tidy_sweep() -> pd.DataFrame:
+    """Means by architecture, arrival rate and metric, as `labsim.sweep` returns them."""
+    rows = [
+        {
+            "arrival_rate_per_s": rate,
+            "architecture": a,
+            "metric": metric,
+            "mean": rate * (k + 1) * scale,
+        }
+        for k, a in enumerate(ARCHITECTURES)
+        for rate in (4, 1, 2)
+        for metric, scale in (("p95_latency_s", 0.001), ("utilization", 0.1))
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_sweep_panels_draw_a_line_per_architecture_in_the_panels_units() -> None:
+    panels = [
+        plots.Panel("p95_latency_s", "p95 server latency (ms)", 1e-3),
+        plots.Panel("utilization", "CPU utilization (%)", 0.01, limit=(100, "all workers busy")),
+    ]
+    figure = plots.sweep_panels(
+        tidy_sweep(),
+        "arrival_rate_per_s",
+        panels,
+        xlabel="arrival rate (calls/s)",
+        title="growing load",
+        marks=[(3, "capacity")],
+        xscale="log",
+        xbase=2,
+    )
+    latency, cpu = figure.axes
+    assert figure.get_suptitle() == "growing load"
+    assert latency.get_ylabel() == "p95 server latency (ms)"
+    assert latency.get_title() == "P95 server latency"
+    assert latency.get_xscale() == "log" and latency.get_xlabel() == "arrival rate (calls/s)"
+    mrtr = next(line for line in latency.get_lines() if line.get_label() == "MRTR")
+    assert list(mrtr.get_xdata()) == [1, 2, 4]
+    assert list(mrtr.get_ydata()) == pytest.approx([3.0, 6.0, 12.0])
+    legend = [t.get_text() for t in cpu.get_legend().get_texts()]
+    assert legend == [
+        "SSE + shared store",
+        "sticky load balancer",
+        "MRTR",
+        "capacity",
+        "all workers busy",
+    ]
+    busy = next(line for line in cpu.get_lines() if line.get_label() == "all workers busy")
+    assert list(busy.get_ydata()) == [100, 100]
+
+
+def test_sweep_panels_take_other_groups_in_the_colours_given() -> None:
+    frame = tidy_sweep().replace({"architecture": {"mrtr": "offload", "sticky": "503"}})
+    frame = frame[frame["architecture"] != "sse-store"]
+    figure = plots.sweep_panels(
+        frame,
+        "arrival_rate_per_s",
+        [plots.Panel("utilization", "CPU utilization (%)", 0.01)],
+        xlabel="spike",
+        title="policies",
+        colours={"offload": "tab:blue", "503": "tab:red"},
+        columns=2,
+    )
+    ax, spare = figure.axes
+    assert not spare.get_visible()
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    assert colours == {"503": "tab:red", "offload": "tab:blue"}
+
+
+def test_headline_bars_show_each_architectures_value_in_the_panels_unit() -> None:
+    summaries = {a: run("steady", a).summary for a in ARCHITECTURES}
+    figure = plots.headline_bars(
+        summaries,
+        [
+            plots.Panel("p95_latency_s", "p95 server latency (ms)", 1e-3),
+            plots.Panel("cost_per_million_calls_usd", "cost per million calls (USD)"),
+        ],
+        title="one run each",
+    )
+    latency, cost = figure.axes
+    assert [tick.get_text() for tick in latency.get_xticklabels()] == [
+        "SSE + shared store",
+        "sticky load balancer",
+        "MRTR",
+    ]
+    heights = [patch.get_height() for patch in latency.patches]
+    assert heights == pytest.approx([s["p95_latency_s"] * 1e3 for s in summaries.values()])
+    assert cost.get_ylabel() == "cost per million calls (USD)"
+    assert figure.get_suptitle() == "one run each"

@@ -1,5 +1,6 @@
-"""The notebooks: each `.py` and `.ipynb` pair agrees, carries no outputs, teaches in the
-agreed shape (goals, parameters, exercises with hidden solutions), and runs top to bottom
+"""The notebooks: each `.ipynb` and its text twin in `src/` agree, carry no outputs, teach in
+the agreed shape (goals, parameters, exercises whose solutions hide code and answer), and run
+top to bottom
 in a fresh kernel on the project's Python with QUICK=1, with at least two figures (the seconds
 each took are recorded, not asserted: the machine is shared)."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +23,10 @@ from loadtest.haproxy import HAProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
+#: The jupytext twins, out of the notebooks' folder so that JupyterLab lists each notebook once.
+TWINS_DIR = NOTEBOOKS_DIR / "src"
+NOTEBOOKS = sorted(TWINS_DIR.glob("[0-9][0-9]_*.py"))
+PAIRING = "ipynb,src//py:percent"
 #: Notebooks that start a real cluster (HAProxy, Redis) and a Locust swarm.
 LIVE = {"06_live_swarm"}
 #: A bound on one cell, so a hung kernel fails the test instead of stalling the suite. It is
@@ -39,8 +44,12 @@ def text_notebook(path: Path) -> nbformat.NotebookNode:
     return jupytext.read(path)
 
 
+def ipynb_path(path: Path) -> Path:
+    return NOTEBOOKS_DIR / f"{path.stem}.ipynb"
+
+
 def committed_notebook(path: Path) -> nbformat.NotebookNode:
-    return nbformat.read(path.with_suffix(".ipynb"), as_version=4)
+    return nbformat.read(ipynb_path(path), as_version=4)
 
 
 def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookNode]:
@@ -50,12 +59,18 @@ def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookN
 def test_there_are_notebooks_and_each_has_its_pair() -> None:
     assert len(NOTEBOOKS) >= 6
     assert {p.stem for p in NOTEBOOKS_DIR.glob("*.ipynb")} == {p.stem for p in NOTEBOOKS}
+    assert not list(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py")), "twins belong in src/"
+
+
+def test_the_folder_pairs_new_notebooks_the_same_way() -> None:
+    config = tomllib.loads((NOTEBOOKS_DIR / "jupytext.toml").read_text())
+    assert config["formats"] == PAIRING
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_py_and_ipynb_agree(path: Path) -> None:
     ipynb = committed_notebook(path)
-    assert ipynb.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    assert ipynb.metadata["jupytext"]["formats"] == PAIRING
     compare_notebooks(ipynb, text_notebook(path), fmt="py:percent")
 
 
@@ -76,6 +91,9 @@ def test_opens_with_what_the_reader_will_learn_then_its_parameters(path: Path) -
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_ends_with_exercises_whose_solutions_are_hidden(path: Path) -> None:
+    """JupyterLab shows a cell's outputs again when it runs it, so hiding them in the
+    metadata alone would show every answer after Run All: solutions keep theirs behind a
+    button (`answers.hidden_answer`)."""
     notebook = text_notebook(path)
     exercises = tagged(notebook, "exercise")
     solutions = tagged(notebook, "solution")
@@ -83,13 +101,15 @@ def test_ends_with_exercises_whose_solutions_are_hidden(path: Path) -> None:
     for cell in solutions:
         assert cell.cell_type == "code"
         assert cell.metadata["jupyter"]["source_hidden"] is True
+        assert cell.metadata["jupyter"]["outputs_hidden"] is True
+        assert cell.source.startswith("with hidden_answer():\n"), cell.source[:60]
     first_exercise = notebook.cells.index(exercises[0])
     assert all(notebook.cells.index(cell) > first_exercise for cell in solutions)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_no_paths_of_this_machine(path: Path) -> None:
-    for text in (path.read_text(), path.with_suffix(".ipynb").read_text()):
+    for text in (path.read_text(), ipynb_path(path).read_text()):
         assert str(ROOT) not in text and str(Path.home()) not in text
 
 

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -75,6 +75,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import tables
 import wire
+from answers import hidden_answer
 from starlette.testclient import TestClient
 
 import labsim
@@ -460,15 +461,17 @@ saved.round(2)
 # tasks expire before their client is done? What sets the smallest safe TTL?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for ttl_s in (60.0, 120.0, 3600.0):
-    params = labsim.scenarios.build("persistent", ttl_s=ttl_s, **window)
-    summary = labsim.simulate(params, "mrtr", seed=SIM_SEED).summary
-    print(
-        f"ttl {ttl_s:>6g} s: {summary['tasks_expired']} of {summary['tasks_started']} tasks expired"
-    )
-# The work (60 s) plus the users' think time, whose tail is long (lognormal, p95 about
-# two minutes per question): a TTL shorter than that expires tasks whose users are still
-# thinking. Choose it from the think-time tail, not the work.
+with hidden_answer():
+    for ttl_s in (60.0, 120.0, 3600.0):
+        params = labsim.scenarios.build("persistent", ttl_s=ttl_s, **window)
+        summary = labsim.simulate(params, "mrtr", seed=SIM_SEED).summary
+        print(
+            f"ttl {ttl_s:>6g} s: "
+            f"{summary['tasks_expired']} of {summary['tasks_started']} tasks expired"
+        )
+    # The work (60 s) plus the users' think time, whose tail is long (lognormal, p95 about
+    # two minutes per question): a TTL shorter than that expires tasks whose users are still
+    # thinking. Choose it from the think-time tail, not the work.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** The lease decides how soon a dead replica's task moves on, and how
@@ -478,21 +481,24 @@ for ttl_s in (60.0, 120.0, 3600.0):
 # task stand still?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for lease_s in (2.0, 10.0, 60.0):
-    params = labsim.scenarios.build("persistent-crash", lease_s=lease_s, at_s=FAULT_AT_S, **window)
-    result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
-    taken = result.tasks.loc[result.tasks["taken_over"] > 0, "call"]
-    waited_s = result.calls.set_index("call").loc[taken, "server_latency_s"].mean()
-    print(
-        f"lease {lease_s:>4g} s: {result.summary['tasks_taken_over']} takeovers, "
-        f"{result.summary['task_wasted_work_s']:.0f} s of work done twice, "
-        f"server time of the tasks taken over {waited_s:.0f} s"
-    )
-# The work done twice is at most a step per takeover whatever the lease; a longer lease
-# only makes the task wait longer before someone resumes it (live: about LEASE_S after
-# the stop). A shorter one risks a takeover of a replica that is only paused (a long
-# garbage collection, a saturated event loop): then the work runs twice at once, and
-# only the compare-and-set on the task keeps the outcome single.
+with hidden_answer():
+    for lease_s in (2.0, 10.0, 60.0):
+        params = labsim.scenarios.build(
+            "persistent-crash", lease_s=lease_s, at_s=FAULT_AT_S, **window
+        )
+        result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
+        taken = result.tasks.loc[result.tasks["taken_over"] > 0, "call"]
+        waited_s = result.calls.set_index("call").loc[taken, "server_latency_s"].mean()
+        print(
+            f"lease {lease_s:>4g} s: {result.summary['tasks_taken_over']} takeovers, "
+            f"{result.summary['task_wasted_work_s']:.0f} s of work done twice, "
+            f"server time of the tasks taken over {waited_s:.0f} s"
+        )
+    # The work done twice is at most a step per takeover whatever the lease; a longer lease
+    # only makes the task wait longer before someone resumes it (live: about LEASE_S after
+    # the stop). A shorter one risks a takeover of a replica that is only paused (a long
+    # garbage collection, a saturated event loop): then the work runs twice at once, and
+    # only the compare-and-set on the task keeps the outcome single.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** Polling is the cost of a task that nobody sees. Sweep the client's
@@ -501,17 +507,19 @@ for lease_s in (2.0, 10.0, 60.0):
 # finished task?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for interval_s in (0.25, 1.0, 5.0):
-    params = labsim.scenarios.build("persistent", poll_interval_s=interval_s, **window)
-    result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
-    done = result.tasks[result.tasks["outcome"] == "completed"]
-    latency = result.calls.set_index("call").loc[done["call"], "server_latency_s"].mean()
-    print(
-        f"poll every {interval_s:>4g} s: {result.summary['task_store_ops']:>8,} store operations, "
-        f"{result.summary['cost_per_million_calls_usd']:.2f} USD per million calls, "
-        f"a completed task's server time {latency:.1f} s"
-    )
-# Store operations fall with the interval, towards the floor the runs' own writes set (a
-# lease renewal every third of the lease, a checkpoint per step); the user waits on
-# average half an interval more per status change. The bill hardly moves at this size:
-# the store's minimum charge, not its operations, dominates it.
+with hidden_answer():
+    for interval_s in (0.25, 1.0, 5.0):
+        params = labsim.scenarios.build("persistent", poll_interval_s=interval_s, **window)
+        result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
+        done = result.tasks[result.tasks["outcome"] == "completed"]
+        latency = result.calls.set_index("call").loc[done["call"], "server_latency_s"].mean()
+        print(
+            f"poll every {interval_s:>4g} s: "
+            f"{result.summary['task_store_ops']:>8,} store operations, "
+            f"{result.summary['cost_per_million_calls_usd']:.2f} USD per million calls, "
+            f"a completed task's server time {latency:.1f} s"
+        )
+    # Store operations fall with the interval, towards the floor the runs' own writes set (a
+    # lease renewal every third of the lease, a checkpoint per step); the user waits on
+    # average half an interval more per status change. The bill hardly moves at this size:
+    # the store's minimum charge, not its operations, dominates it.

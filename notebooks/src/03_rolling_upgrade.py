@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -53,10 +53,12 @@ import numpy as np
 import pandas as pd
 import tables
 import wire
+from answers import hidden_answer
 from scipy import stats
 
 import labsim
 from labsim import ARCHITECTURES, plots
+from labsim.plots import Panel
 from server.app import create_app
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.config import ServerConfig, StateKey
@@ -236,31 +238,18 @@ drain_sweep = labsim.sweep(
     at_s=UPGRADE_AT_S,
 )
 panels = [
-    ("state_losses", "calls whose progress was lost"),
-    ("re_prompts", "answers the users had to give again"),
-    ("upgrade_duration_s", "rollout duration (s)"),
+    Panel("state_losses", "calls whose progress was lost"),
+    Panel("re_prompts", "answers the users had to give again"),
+    Panel("upgrade_duration_s", "rollout duration (s)"),
 ]
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-for ax, (metric, ylabel) in zip(axes, panels, strict=True):
-    rows = drain_sweep[drain_sweep["metric"] == metric]
-    for name in ARCHITECTURES:
-        line = rows[rows["architecture"] == name]
-        ax.plot(
-            line["drain_timeout_s"],
-            line["mean"],
-            marker="o",
-            linestyle="--" if name == "sticky" else "-",
-            color=plots.COLOURS[name],
-            label=tables.label(name),
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("drain timeout (s, log scale)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(ylabel[0].upper() + ylabel[1:])
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-fig.suptitle(f"A rollout of {REPLICAS} replicas, by drain timeout")
-fig.tight_layout()
+fig = plots.sweep_panels(
+    drain_sweep,
+    "drain_timeout_s",
+    panels,
+    xlabel="drain timeout (s, log scale)",
+    xscale="log",
+    title=f"A rollout of {REPLICAS} replicas, by drain timeout",
+)
 plt.show()
 
 # %% [markdown]
@@ -387,16 +376,18 @@ for client in (old, new, *phase_clients.values()):
 # calls still lose their progress?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-p99_s = think.ppf(0.99)
-drain_s = min(p99_s, upgrade.client.answer_timeout_s)
-print(
-    f"p99 think time {p99_s:.0f} s; answers time out after {upgrade.client.answer_timeout_s:.0f} s"
-)
-patient = labsim.simulate(upgrade.with_overrides(drain_timeout_s=drain_s), "sticky", seed=SEED)
-print(f"drain timeout {drain_s:.0f} s: rollout {patient.summary['upgrade_duration_s']:.0f} s,")
-print(f"{patient.summary['state_losses']} calls lost their progress")
-# Almost nothing is cut, but the rollout takes the drain timeout per replica: with hundreds
-# of replicas, hours. (Users who never answer hold a stream until the answer timeout.)
+with hidden_answer():
+    p99_s = think.ppf(0.99)
+    drain_s = min(p99_s, upgrade.client.answer_timeout_s)
+    print(
+        f"p99 think time {p99_s:.0f} s; "
+        f"answers time out after {upgrade.client.answer_timeout_s:.0f} s"
+    )
+    patient = labsim.simulate(upgrade.with_overrides(drain_timeout_s=drain_s), "sticky", seed=SEED)
+    print(f"drain timeout {drain_s:.0f} s: rollout {patient.summary['upgrade_duration_s']:.0f} s,")
+    print(f"{patient.summary['state_losses']} calls lost their progress")
+    # Almost nothing is cut, but the rollout takes the drain timeout per replica: with hundreds
+    # of replicas, hours. (Users who never answer hold a stream until the answer timeout.)
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** A rollback: the first round of a call lands on version 2 and the retry
@@ -404,16 +395,17 @@ print(f"{patient.summary['state_losses']} calls lost their progress")
 # round 2, which answers does the final result use, and is any answer asked twice?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-old = MrtrClient.for_app(replica_app("old", tool_version=1), handlers=user)
-new = MrtrClient.for_app(replica_app("new", tool_version=2), handlers=user)
-back, served_by = run_across([("new (v2)", new), ("old (v1)", old), ("old (v1)", old)])
-print(back.text)
-print(wire.rounds_table(back, served_by)[["served by", "answers sent", "questions asked"]])
-# Version 1 asks only google_login; the GitHub answer comes from requestState. Every answer
-# the user gave is carried (also microsoft_login, which version 1 does not use), so no
-# question is asked twice in either direction.
-old.close()
-new.close()
+with hidden_answer():
+    old = MrtrClient.for_app(replica_app("old", tool_version=1), handlers=user)
+    new = MrtrClient.for_app(replica_app("new", tool_version=2), handlers=user)
+    back, served_by = run_across([("new (v2)", new), ("old (v1)", old), ("old (v1)", old)])
+    print(back.text)
+    print(wire.rounds_table(back, served_by)[["served by", "answers sent", "questions asked"]])
+    # Version 1 asks only google_login; the GitHub answer comes from requestState. Every answer
+    # the user gave is carried (also microsoft_login, which version 1 does not use), so no
+    # question is asked twice in either direction.
+    old.close()
+    new.close()
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** An operator skips phase 1 and rolls replicas straight from phase 0 to
@@ -423,21 +415,22 @@ new.close()
 # phase-2 replica).
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-rng = np.random.default_rng(SEED)
-fleet = [
-    MrtrClient.for_app(replica_app(f"phase {p}", state_keys=PHASES[p]), handlers=user)
-    for p in ("0: k1 only", "2: seal k2 (trust k1)")
-]
-failures = 0
-for _ in range(20):
-    first, second = rng.integers(0, 2, size=2)
-    call = state_from(fleet[first])
-    try:
-        fleet[second].send(call)
-    except McpError:
-        failures += 1
-print(f"{failures} of 20 calls failed")
-# A state sealed with k2 by a phase-2 replica cannot be opened by a phase-0 replica,
-# which does not know k2: about a quarter of the calls (first on phase 2, retry on phase 0).
-for client in fleet:
-    client.close()
+with hidden_answer():
+    rng = np.random.default_rng(SEED)
+    fleet = [
+        MrtrClient.for_app(replica_app(f"phase {p}", state_keys=PHASES[p]), handlers=user)
+        for p in ("0: k1 only", "2: seal k2 (trust k1)")
+    ]
+    failures = 0
+    for _ in range(20):
+        first, second = rng.integers(0, 2, size=2)
+        call = state_from(fleet[first])
+        try:
+            fleet[second].send(call)
+        except McpError:
+            failures += 1
+    print(f"{failures} of 20 calls failed")
+    # A state sealed with k2 by a phase-2 replica cannot be opened by a phase-0 replica,
+    # which does not know k2: about a quarter of the calls (first on phase 2, retry on phase 0).
+    for client in fleet:
+        client.close()

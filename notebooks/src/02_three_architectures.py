@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -57,11 +57,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tables
+from answers import hidden_answer
 from IPython.display import display
 
 import labsim
 from labsim import ARCHITECTURES, plots
 from labsim.cost import replica_hour_usd
+from labsim.plots import Panel
 from labsim.tools import questions_per_call
 
 # %% [markdown]
@@ -154,13 +156,16 @@ params = labsim.scenarios.build(
     think_median_s=THINK_MEDIAN_S,
 )
 runs = {name: labsim.simulate(params, name, seed=SEED) for name in ARCHITECTURES}
-{
-    "simulated time (s)": params.horizon_s,
-    "warm-up (s)": params.warmup_s,
-    "calls measured": runs["mrtr"].summary["calls"],
-    "round CPU, mean (ms)": params.workload.round_cpu.mean_s * 1e3,
-    "memory a held call keeps (KiB)": params.cluster.held_call_bytes / 1024,
-}
+tables.column(
+    {
+        "simulated time (s)": params.horizon_s,
+        "warm-up (s)": params.warmup_s,
+        "calls measured": runs["mrtr"].summary["calls"],
+        "round CPU, mean (ms)": params.workload.round_cpu.mean_s * 1e3,
+        "memory a held call keeps (KiB)": params.cluster.held_call_bytes / 1024,
+    },
+    "the deployment",
+)
 
 # %% [markdown]
 # What each holds while its users think, over time:
@@ -184,15 +189,15 @@ window_s = params.horizon_s - params.warmup_s
 measured = sticky.measured_calls()
 arrival_rate = len(measured) / window_s
 mean_held_s = measured["think_s"].mean()
-pd.Series(
+tables.column(
     {
         "arrival rate (calls/s)": arrival_rate,
         "mean time a call waits for its user (s)": mean_held_s,
         "Little's law: rate x time": arrival_rate * mean_held_s,
         "simulated mean open streams": sticky.summary["mean_open_streams"],
     },
-    name="sticky load balancer",
-).round(2)
+    "sticky load balancer",
+)
 
 # %% [markdown]
 # The two agree within the noise of a single run (a stream is also open for the moments
@@ -281,37 +286,26 @@ tables.readable(
 
 # %%
 panels = [
-    ("utilization", "CPU utilization (%)", 0.01),
-    ("peak_open_streams", "peak open streams per replica", REPLICAS),
-    ("peak_held_bytes", "peak memory held (MB)", 1e6),
-    ("p95_latency_s", "p95 server latency (ms)", 1e-3),
+    Panel("utilization", "CPU utilization (%)", 0.01, limit=(100, "all workers busy")),
+    Panel(
+        "peak_open_streams",
+        "peak open streams per replica",
+        REPLICAS,
+        limit=(params.cluster.connection_limit, "connection limit"),
+    ),
+    Panel("peak_held_bytes", "peak memory held (MB)", 1e6),
+    Panel("p95_latency_s", "p95 server latency (ms)", 1e-3),
 ]
-fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
-for ax, (metric, ylabel, divisor) in zip(axes.flat, panels, strict=True):
-    rows = sweep[sweep["metric"] == metric]
-    for name in ARCHITECTURES:
-        line = rows[rows["architecture"] == name]
-        ax.plot(
-            line["arrival_rate_per_s"],
-            line["mean"] / divisor,
-            marker="o",
-            color=plots.COLOURS[name],
-            label=tables.label(name),
-        )
-    ax.set_xscale("log", base=2)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    ax.set_title(ylabel.split(" (")[0])
-axes[0, 1].axhline(
-    params.cluster.connection_limit, color="grey", linestyle="--", label="connection limit"
+fig = plots.sweep_panels(
+    sweep,
+    "arrival_rate_per_s",
+    panels,
+    xlabel="arrival rate (calls/s, log scale)",
+    xscale="log",
+    xbase=2,
+    columns=2,
+    title=f"{REPLICAS} replicas under growing load",
 )
-axes[0, 0].axhline(100, color="grey", linestyle="--", label="all workers busy")
-for ax in axes.flat:
-    ax.legend(fontsize="small")
-for ax in axes[1]:
-    ax.set_xlabel("arrival rate (calls/s, log scale)")
-fig.suptitle(f"{REPLICAS} replicas under growing load")
-fig.tight_layout()
 plt.show()
 
 # %% [markdown]
@@ -352,49 +346,61 @@ def explore(
         horizon_s=600.0,
     )
     summaries = {name: labsim.simulate(chosen, name, seed=SEED).summary for name in ARCHITECTURES}
-    names = [tables.label(name) for name in summaries]
-    colours = [plots.COLOURS[name] for name in summaries]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
-    for ax, (metric, ylabel, divisor) in zip(
-        axes,
+    plots.headline_bars(
+        summaries,
         [
-            ("p95_latency_s", "p95 server latency (ms)", 1e-3),
-            ("peak_held_bytes", "peak memory held (MB)", 1e6),
-            ("cost_per_million_calls_usd", "cost per million calls (USD)", 1.0),
+            Panel("p95_latency_s", "p95 server latency (ms)", 1e-3),
+            Panel("peak_held_bytes", "peak memory held (MB)", 1e6),
+            Panel("cost_per_million_calls_usd", "cost per million calls (USD)"),
         ],
-        strict=True,
-    ):
-        values = [s[metric] / divisor for s in summaries.values()]
-        ax.bar(names, values, color=colours, label=names)
-        ax.set_ylabel(ylabel)
-        ax.set_title(ylabel.split(" (")[0])
-        ax.tick_params(axis="x", labelrotation=15)
-        ax.grid(True, axis="y", alpha=0.3)
-    axes[0].legend(fontsize="small")
-    fig.suptitle(
-        f"{replicas} replicas, think median {think_median_s:.0f} s, "
-        f"store round trip {store_round_trip_ms:g} ms"
+        title=f"{replicas} replicas, think median {think_median_s:.1f} s, "
+        f"store round trip {store_round_trip_ms:.2f} ms,\n"
+        f"Redis {redis_usd_per_gb_hour:.3f} USD/GB-hour, {vcpu_usd_per_hour:.5f} USD/vCPU-hour",
     )
-    fig.tight_layout()
     plt.show()
 
 
-# Each slider runs the simulation when it is released, not while it moves.
+# Each slider runs the simulation when it is released, not while it moves. Readouts show
+# the values the simulation gets (the figure's title repeats them, in the same format).
 slider = {"continuous_update": False, "style": {"description_width": "initial"}}
 sliders = widgets.interactive(
     explore,
     replicas=widgets.IntSlider(value=REPLICAS, min=1, max=16, description="replicas", **slider),
     think_median_s=widgets.FloatLogSlider(
-        value=THINK_MEDIAN_S, base=10, min=0, max=2.5, description="think median (s)", **slider
+        value=THINK_MEDIAN_S,
+        base=10,
+        min=0,
+        max=2.5,
+        readout_format=".1f",
+        description="think median (s)",
+        **slider,
     ),
     store_round_trip_ms=widgets.FloatLogSlider(
-        value=0.2, base=10, min=-1, max=2, description="store round trip (ms)", **slider
+        value=0.2,
+        base=10,
+        min=-1,
+        max=2,
+        readout_format=".2f",
+        description="store round trip (ms)",
+        **slider,
     ),
     redis_usd_per_gb_hour=widgets.FloatSlider(
-        value=0.125, min=0.0, max=0.5, step=0.005, description="Redis USD/GB-hour", **slider
+        value=0.125,
+        min=0.0,
+        max=0.5,
+        step=0.005,
+        readout_format=".3f",
+        description="Redis USD/GB-hour",
+        **slider,
     ),
     vcpu_usd_per_hour=widgets.FloatSlider(
-        value=0.04048, min=0.01, max=0.1, step=0.001, description="USD/vCPU-hour", **slider
+        value=0.04048,
+        min=0.01,
+        max=0.1,
+        step=0.00001,
+        readout_format=".5f",
+        description="USD/vCPU-hour",
+        **slider,
     ),
 )
 display(sliders)
@@ -418,24 +424,27 @@ display(sliders)
 # now, and at roughly what load? What does MRTR meet first?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-thin = labsim.sweep(
-    "steady",
-    "arrival_rate_per_s",
-    [32, 128] if QUICK else [16, 32, 64, 128],
-    replications=1,
-    seed=SEED,
-    processes=2,
-    architectures=("sticky", "mrtr"),
-    replicas=1,
-    round_cpu=labsim.ServiceTime(mean_s=0.005),
-    horizon_s=420.0,
-)
-print(
-    tables.readable(thin, ["utilization", "peak_open_streams", "failed"], by="arrival_rate_per_s")
-)
-print("connection limit per replica:", params.cluster.connection_limit)
-# The sticky replica runs out of connections (calls fail) while its CPU is still far from
-# busy; MRTR holds no connection between rounds and only ever meets the CPU limit.
+with hidden_answer():
+    thin = labsim.sweep(
+        "steady",
+        "arrival_rate_per_s",
+        [32, 128] if QUICK else [16, 32, 64, 128],
+        replications=1,
+        seed=SEED,
+        processes=2,
+        architectures=("sticky", "mrtr"),
+        replicas=1,
+        round_cpu=labsim.ServiceTime(mean_s=0.005),
+        horizon_s=420.0,
+    )
+    print(
+        tables.readable(
+            thin, ["utilization", "peak_open_streams", "failed"], by="arrival_rate_per_s"
+        )
+    )
+    print("connection limit per replica:", params.cluster.connection_limit)
+    # The sticky replica runs out of connections (calls fail) while its CPU is still far from
+    # busy; MRTR holds no connection between rounds and only ever meets the CPU limit.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** Predict, with Little's law and no simulation, the mean number of open
@@ -445,23 +454,24 @@ print("connection limit per replica:", params.cluster.connection_limit)
 # it and compare. Why is the simulation lower than your first estimate?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-from scipy import stats
+with hidden_answer():
+    from scipy import stats
 
-sigma = params.workload.think_sigma
-timeout_s = params.client.answer_timeout_s
-questions = questions_per_call(params.workload.tools, params.workload.tool_mix)
-uncapped_mean_s = 60 * np.exp(sigma**2 / 2)
-think = stats.lognorm(s=sigma, scale=60)
-# E[min(T, timeout)] = integral of the survival function up to the timeout.
-capped_mean_s = np.trapezoid(think.sf(np.linspace(0, timeout_s, 10_001)), dx=timeout_s / 10_000)
-answering = 1 - params.workload.never_answer_fraction
-per_question_s = answering * capped_mean_s + (1 - answering) * timeout_s
-slow = labsim.simulate(params.with_overrides(think_median_s=60.0), "sticky", seed=SEED)
-print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions * uncapped_mean_s:.0f} streams")
-print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions * per_question_s:.0f} streams")
-print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
-# The lognormal's long tail is cut by the answer timeout, so the mean hold is shorter than
-# the uncapped mean; users who walk away also do not come back for a second question.
+    sigma = params.workload.think_sigma
+    timeout_s = params.client.answer_timeout_s
+    questions = questions_per_call(params.workload.tools, params.workload.tool_mix)
+    uncapped_mean_s = 60 * np.exp(sigma**2 / 2)
+    think = stats.lognorm(s=sigma, scale=60)
+    # E[min(T, timeout)] = integral of the survival function up to the timeout.
+    capped_mean_s = np.trapezoid(think.sf(np.linspace(0, timeout_s, 10_001)), dx=timeout_s / 10_000)
+    answering = 1 - params.workload.never_answer_fraction
+    per_question_s = answering * capped_mean_s + (1 - answering) * timeout_s
+    slow = labsim.simulate(params.with_overrides(think_median_s=60.0), "sticky", seed=SEED)
+    print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions * uncapped_mean_s:.0f} streams")
+    print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions * per_question_s:.0f} streams")
+    print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
+    # The lognormal's long tail is cut by the answer timeout, so the mean hold is shorter than
+    # the uncapped mean; users who walk away also do not come back for a second question.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** At which price of Redis per GB-hour would the store architecture cost
@@ -470,28 +480,33 @@ print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
 # then check with the sliders or a simulation.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-means = comparison.pivot(index="metric", columns="architecture", values="mean")
-per_million = 1e6 / means.loc["calls"]
-cost = means.loc["cost_per_million_calls_usd"]
-gap = cost["sse-store"] - cost["mrtr"]
-print(f"at {params.cost.store_gb_hour_usd} USD/GB-hour the store architecture costs {gap:.2f} USD")
-print("more per million calls than MRTR")
-# The store's bill is hours x billed GB x price, plus its operations. Only the first part
-# moves with the price, in proportion; the rest of the gap (operations, MRTR's extra egress)
-# stays.
-ops_usd = means.loc["store_ops", "sse-store"] * params.cost.store_usd_per_million_ecpu / 1e6
-hourly_per_million = (means.loc["cost_store_usd", "sse-store"] - ops_usd) * per_million["sse-store"]
-break_even = params.cost.store_gb_hour_usd * (1 - gap / hourly_per_million)
-print(f"break-even Redis price: about {break_even:.4f} USD per GB-hour")
-check = labsim.compare(
-    "steady",
-    replications=REPLICATIONS,
-    seed=SEED,
-    processes=2,
-    architectures=("sse-store", "mrtr"),
-    replicas=REPLICAS,
-    arrival_rate_per_s=ARRIVAL_RATE_PER_S,
-    think_median_s=THINK_MEDIAN_S,
-    store_gb_hour_usd=max(break_even, 0.0),
-)
-tables.readable(check, ["cost_per_million_calls_usd"])
+with hidden_answer():
+    means = comparison.pivot(index="metric", columns="architecture", values="mean")
+    per_million = 1e6 / means.loc["calls"]
+    cost = means.loc["cost_per_million_calls_usd"]
+    gap = cost["sse-store"] - cost["mrtr"]
+    print(
+        f"at {params.cost.store_gb_hour_usd} USD/GB-hour the store architecture costs {gap:.2f} USD"
+    )
+    print("more per million calls than MRTR")
+    # The store's bill is hours x billed GB x price, plus its operations. Only the first part
+    # moves with the price, in proportion; the rest of the gap (operations, MRTR's extra egress)
+    # stays.
+    ops_usd = means.loc["store_ops", "sse-store"] * params.cost.store_usd_per_million_ecpu / 1e6
+    hourly_per_million = (means.loc["cost_store_usd", "sse-store"] - ops_usd) * per_million[
+        "sse-store"
+    ]
+    break_even = params.cost.store_gb_hour_usd * (1 - gap / hourly_per_million)
+    print(f"break-even Redis price: about {break_even:.4f} USD per GB-hour")
+    check = labsim.compare(
+        "steady",
+        replications=REPLICATIONS,
+        seed=SEED,
+        processes=2,
+        architectures=("sse-store", "mrtr"),
+        replicas=REPLICAS,
+        arrival_rate_per_s=ARRIVAL_RATE_PER_S,
+        think_median_s=THINK_MEDIAN_S,
+        store_gb_hour_usd=max(break_even, 0.0),
+    )
+    display(tables.readable(check, ["cost_per_million_calls_usd"]))

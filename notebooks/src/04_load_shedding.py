@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -55,9 +55,13 @@ import time
 import matplotlib.pyplot as plt
 import pandas as pd
 import tables
+from answers import hidden_answer
+from IPython.display import display
 
 import labsim
+from labsim import plots
 from labsim.experiments import RunSpec, run_many
+from labsim.plots import Panel
 from labsim.tools import requests_per_call
 from server.app import create_app
 from server.client import MrtrClient
@@ -123,16 +127,17 @@ result = call.result["structuredContent"]
 started = time.perf_counter()
 on_one_machine = crunch_units(crunch_start(), 0, CRUNCH_UNITS)
 alone_ms = (time.perf_counter() - started) * 1e3
-pd.Series(
+tables.column(
     {
         "replicas, in order": " -> ".join(result["replicas"]),
         "digest from the moving call": result["digest"][:32] + "...",
         "digest computed here in one go": on_one_machine[:32] + "...",
         "identical": result["digest"] == on_one_machine,
-        "time in one go, here (ms)": round(alone_ms, 1),
-        "time on the replicas, all rounds (ms)": round(moved["time on the replica (ms)"].sum(), 1),
+        "time in one go, here (ms)": alone_ms,
+        "time on the replicas, all rounds (ms)": moved["time on the replica (ms)"].sum(),
     },
-    name="crunch",
+    "crunch",
+    digits=1,
 )
 
 # %%
@@ -279,15 +284,15 @@ work_per_call_s = rounds_per_call * (
     base.workload.round_cpu.mean_s + base.workload.request_overhead_s
 )
 capacity = REPLICAS * base.cluster.workers_per_replica / work_per_call_s
-pd.Series(
+tables.column(
     {
         "normal arrival rate (calls/s)": base.workload.arrival_rate_per_s,
         "CPU per call (ms)": work_per_call_s * 1e3,
         "cluster capacity (calls/s)": capacity,
         "spike factor that fills it": capacity / base.workload.arrival_rate_per_s,
     },
-    name="capacity",
-).round(2)
+    "capacity",
+)
 
 # %% [markdown]
 # A sweep of the spike's size, on either side of that capacity (dotted line):
@@ -296,29 +301,20 @@ pd.Series(
 sweep_specs = [spike_run(policy, factor=factor) for factor in SPIKE_FACTORS for policy in POLICIES]
 by_factor = run_many(sweep_specs, processes=2)
 panels = [
-    ("p99_latency_s", "p99 server latency (s)", True),
-    ("goodput_per_s", "goodput (calls/s)", False),
-    ("wasted_cpu_s", "wasted CPU (s)", False),
+    Panel("p99_latency_s", "p99 server latency (s)", yscale="log"),
+    Panel("goodput_per_s", "goodput (calls/s)"),
+    Panel("wasted_cpu_s", "wasted CPU (s)"),
 ]
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-for ax, (metric, ylabel, log) in zip(axes, panels, strict=True):
-    for policy in POLICIES:
-        line = by_factor[by_factor["policy"] == policy]
-        ax.plot(
-            line["factor"], line[metric], marker="o", color=POLICY_COLOURS[policy], label=policy
-        )
-    ax.axvline(
-        capacity / base.workload.arrival_rate_per_s, color="black", linestyle=":", label="capacity"
-    )
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel("spike (x the normal arrival rate)")
-    ax.set_ylabel(ylabel)
-    ax.set_title(ylabel.split(" (")[0])
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-fig.suptitle(f"{REPLICAS} MRTR replicas, {SPIKE_S:g} s spikes of growing size")
-fig.tight_layout()
+fig = plots.sweep_panels(
+    by_factor.melt(["factor", "policy"], [p.metric for p in panels], "metric", "mean"),
+    "factor",
+    panels,
+    by="policy",
+    colours=POLICY_COLOURS,
+    marks=[(capacity / base.workload.arrival_rate_per_s, "capacity")],
+    xlabel="spike (x the normal arrival rate)",
+    title=f"{REPLICAS} MRTR replicas, {SPIKE_S:g} s spikes of growing size",
+)
 plt.show()
 
 # %% [markdown]
@@ -345,18 +341,19 @@ plt.show()
 # care who opens it).
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-predicted = -(-CRUNCH_UNITS // SHED_EVERY_UNITS)  # ceiling division
-print("predicted rounds:", predicted, "| measured:", len(call.rounds))
-with MrtrClient.for_app(replica_app("C", shed_every_units=30_000)) as single:
-    again = single.call_tool("crunch", {"units": CRUNCH_UNITS})
-print(
-    "with 30,000 steps per slice:",
-    len(again.rounds),
-    "rounds;",
-    -(-CRUNCH_UNITS // 30_000),
-    "predicted",
-)
-print("same digest:", again.result["structuredContent"]["digest"] == on_one_machine)
+with hidden_answer():
+    predicted = -(-CRUNCH_UNITS // SHED_EVERY_UNITS)  # ceiling division
+    print("predicted rounds:", predicted, "| measured:", len(call.rounds))
+    with MrtrClient.for_app(replica_app("C", shed_every_units=30_000)) as single:
+        again = single.call_tool("crunch", {"units": CRUNCH_UNITS})
+    print(
+        "with 30,000 steps per slice:",
+        len(again.rounds),
+        "rounds;",
+        -(-CRUNCH_UNITS // 30_000),
+        "predicted",
+    )
+    print("same digest:", again.result["structuredContent"]["digest"] == on_one_machine)
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** The checkpoint sits halfway through a request's work
@@ -365,21 +362,20 @@ print("same digest:", again.result["structuredContent"]["digest"] == on_one_mach
 # offload. Why does a late checkpoint hurt 503 more?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-checkpoint_specs = [
-    spike_run(policy, factor=12.0, checkpoint_fraction=fraction)
-    for fraction in (0.1, 0.5, 0.9)
-    for policy in ("reject-503", "mrtr-offload")
-]
-checkpoints = run_many(checkpoint_specs, processes=2)
-print(
-    checkpoints.pivot(
-        index="checkpoint_fraction", columns="policy", values=["wasted_cpu_s", "p99_latency_s"]
+with hidden_answer():
+    checkpoint_specs = [
+        spike_run(policy, factor=12.0, checkpoint_fraction=fraction)
+        for fraction in (0.1, 0.5, 0.9)
+        for policy in ("reject-503", "mrtr-offload")
+    ]
+    checkpoints = run_many(checkpoint_specs, processes=2)
+    display(
+        tables.pivot(
+            checkpoints, "checkpoint_fraction", "policy", ["wasted_cpu_s", "p99_latency_s"]
+        )
     )
-    .round(2)
-    .to_string()
-)
-# Under 503 everything done before the checkpoint is thrown away: the later the
-# checkpoint, the bigger the discarded part. Offload keeps it whatever the fraction.
+    # Under 503 everything done before the checkpoint is thrown away: the later the
+    # checkpoint, the bigger the discarded part. Offload keeps it whatever the fraction.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** Offloading needs somewhere to put the work. Give the spike of factor 14
@@ -387,18 +383,15 @@ print(
 # shedding and for offload? What does that say about offloading versus autoscaling?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-scaled_specs = [
-    spike_run(policy, factor=14.0, replicas=replicas)
-    for replicas in (REPLICAS, REPLICAS + 2)
-    for policy in ("none", "mrtr-offload")
-]
-scaled = run_many(scaled_specs, processes=2)
-print(
-    scaled.pivot(
-        index="replicas", columns="policy", values=["p99_latency_s", "goodput_per_s"]
-    ).round(2)
-)
-# With spare replicas the spike is near capacity instead of beyond it, and offloading
-# turns the spare capacity into shorter tails. Offloading spreads load; only more replicas
-# add capacity. The two work together: new replicas take offloaded calls at once, without
-# waiting for new arrivals.
+with hidden_answer():
+    scaled_specs = [
+        spike_run(policy, factor=14.0, replicas=replicas)
+        for replicas in (REPLICAS, REPLICAS + 2)
+        for policy in ("none", "mrtr-offload")
+    ]
+    scaled = run_many(scaled_specs, processes=2)
+    display(tables.pivot(scaled, "replicas", "policy", ["p99_latency_s", "goodput_per_s"]))
+    # With spare replicas the spike is near capacity instead of beyond it, and offloading
+    # turns the spare capacity into shorter tails. Offloading spreads load; only more replicas
+    # add capacity. The two work together: new replicas take offloaded calls at once, without
+    # waiting for new arrivals.

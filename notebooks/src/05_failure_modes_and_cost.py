@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -54,6 +54,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tables
+from answers import hidden_answer
 from scipy import stats
 
 import labsim
@@ -319,7 +320,11 @@ per_replica_s = {
     / rollout.cluster.replicas
     for name in ARCHITECTURES
 }
-pd.Series(per_replica_s, name="rollout time per replica (s)").rename(index=tables.label).round(1)
+tables.column(
+    {tables.label(name): s for name, s in per_replica_s.items()},
+    "rollout time per replica (s)",
+    digits=1,
+)
 
 # %%
 fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
@@ -397,14 +402,15 @@ plt.show()
 # the same as no keep-alives at all? (Look at `ClusterParams.keepalives_on`.)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for interval in (15.0, 90.0, 0.0):
-    chosen = base.with_overrides(sse_keepalive_s=interval)
-    run = labsim.simulate(chosen, "sticky", seed=SEED)
-    print(
-        f"keep-alive every {interval:>4g} s (reaches the balancer in time: "
-        f"{chosen.cluster.keepalives_on}): {run.summary['state_losses']} calls cut"
-    )
-# A keep-alive only helps if it arrives before the idle timeout fires; 0 means none at all.
+with hidden_answer():
+    for interval in (15.0, 90.0, 0.0):
+        chosen = base.with_overrides(sse_keepalive_s=interval)
+        run = labsim.simulate(chosen, "sticky", seed=SEED)
+        print(
+            f"keep-alive every {interval:>4g} s (reaches the balancer in time: "
+            f"{chosen.cluster.keepalives_on}): {run.summary['state_losses']} calls cut"
+        )
+    # A keep-alive only helps if it arrives before the idle timeout fires; 0 means none at all.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** The store's blast radius above is for `CALLS_PER_S_PER_REPLICA` calls
@@ -413,14 +419,15 @@ for interval in (15.0, 90.0, 0.0):
 # the load, or to both? Explain it with Little's law.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for load in (CALLS_PER_S_PER_REPLICA, 2 * CALLS_PER_S_PER_REPLICA):
-    spec = scale_run("store-outage", 100, "sse-store")
-    params = spec.params.with_overrides(arrival_rate_per_s=load * 100)
-    failed = labsim.simulate(params, "sse-store", seed=SEED).summary["failed"]
-    print(f"{load:g} calls/s per replica: {failed} calls failed")
-# Both: the calls waiting for an answer at any moment are arrival rate x think time (Little's
-# law), and the arrival rate is replicas x load per replica. An outage of 60 s fails those
-# waiting and those that arrive and ask during it.
+with hidden_answer():
+    for load in (CALLS_PER_S_PER_REPLICA, 2 * CALLS_PER_S_PER_REPLICA):
+        spec = scale_run("store-outage", 100, "sse-store")
+        params = spec.params.with_overrides(arrival_rate_per_s=load * 100)
+        failed = labsim.simulate(params, "sse-store", seed=SEED).summary["failed"]
+        print(f"{load:g} calls/s per replica: {failed} calls failed")
+    # Both: the calls waiting for an answer at any moment are arrival rate x think time (Little's
+    # law), and the arrival rate is replicas x load per replica. An outage of 60 s fails those
+    # waiting and those that arrive and ask during it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** A managed Redis with a replica and automatic failover still has
@@ -429,8 +436,9 @@ for load in (CALLS_PER_S_PER_REPLICA, 2 * CALLS_PER_S_PER_REPLICA):
 # And with a sticky load balancer, from crashes alone, at `CRASHES_PER_REPLICA_PER_DAY`?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-largest = max(SCALE_REPLICAS)
-print(f"store: {4 * outage.loc[largest, 'sse-store']:,.0f} calls failed per year")
-print(f"sticky: {365 * per_day.loc[largest, 'sticky']:,.0f} calls losing progress per year")
-print(f"MRTR: {365 * per_day.loc[largest, 'mrtr']:,.0f}")
-# Rare events times a large fleet: the yearly count is what an on-call team meets.
+with hidden_answer():
+    largest = max(SCALE_REPLICAS)
+    print(f"store: {4 * outage.loc[largest, 'sse-store']:,.0f} calls failed per year")
+    print(f"sticky: {365 * per_day.loc[largest, 'sticky']:,.0f} calls losing progress per year")
+    print(f"MRTR: {365 * per_day.loc[largest, 'mrtr']:,.0f}")
+    # Rare events times a large fleet: the yearly count is what an on-call team meets.

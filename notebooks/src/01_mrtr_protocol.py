@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -65,7 +65,9 @@ import httpx
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import tables
 import wire
+from answers import hidden_answer
 from mcp import Client, types
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -487,7 +489,7 @@ with ServerProcess(replica_id="official", env=SHARED_ENV) as replica:
 
 print("protocol:", protocol)
 print("result:  ", official_result.content[0].text, "| error:", official_result.is_error)
-pd.Series({name: after[name] - before.get(name, 0) for name in after}, name="during the call")
+tables.column({name: after[name] - before.get(name, 0) for name in after}, "during the call")
 
 # %% [markdown]
 # The counters show the rounds underneath: an `input_required` result for each question,
@@ -513,25 +515,29 @@ client_b.close()
 # declare the sampling capability (a `Handlers` without `sample`)?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-from server.client import sampled
+with hidden_answer():
+    from server.client import sampled
 
-with (
-    MrtrClient.for_app(
-        replica_app("A"), handlers=Handlers(elicit=user.elicit, sample=lambda p: sampled("Lima"))
-    ) as on_a,
-    MrtrClient.for_app(replica_app("B"), handlers=user) as on_b,
-):
-    capital = on_a.exchange("tools/call", {"name": "ask_capital", "arguments": {"country": "Peru"}})
-    on_a.send(capital)
-    print({key: request["method"] for key, request in capital.input_requests.items()})
-    capital.answer({"github_login": accept(name=GITHUB_LOGIN), "capital": sampled("Lima")})
-    on_b.send(capital)
-    print(capital.text)
-    # B's client declares elicitation only: the server refuses to ask for sampling.
-    try:
-        on_b.call_tool("ask_capital", {"country": "Peru"})
-    except McpError as error:
-        print("without sampling:", error.code, error.message)
+    with (
+        MrtrClient.for_app(
+            replica_app("A"),
+            handlers=Handlers(elicit=user.elicit, sample=lambda p: sampled("Lima")),
+        ) as on_a,
+        MrtrClient.for_app(replica_app("B"), handlers=user) as on_b,
+    ):
+        capital = on_a.exchange(
+            "tools/call", {"name": "ask_capital", "arguments": {"country": "Peru"}}
+        )
+        on_a.send(capital)
+        print({key: request["method"] for key, request in capital.input_requests.items()})
+        capital.answer({"github_login": accept(name=GITHUB_LOGIN), "capital": sampled("Lima")})
+        on_b.send(capital)
+        print(capital.text)
+        # B's client declares elicitation only: the server refuses to ask for sampling.
+        try:
+            on_b.call_tool("ask_capital", {"country": "Peru"})
+        except McpError as error:
+            print("without sampling:", error.code, error.message)
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** Take the `good` state from section 4 (sealed for Alice's call about
@@ -541,23 +547,26 @@ with (
 # `sealer.open` on it directly (use a `StateSealer` with `STATE_KEY`).
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-from server.mrtr.state import StateError
+with hidden_answer():
+    from server.mrtr.state import StateError
 
-with MrtrClient.for_app(app_b, handlers=user, token=alice_token) as alice:
-    attempt = alice.exchange(
-        "tools/call", {"name": "get_weather", "arguments": {"location": LOCATION}}
+    with MrtrClient.for_app(app_b, handlers=user, token=alice_token) as alice:
+        attempt = alice.exchange(
+            "tools/call", {"name": "get_weather", "arguments": {"location": LOCATION}}
+        )
+        attempt.request_state = good
+        try:
+            alice.send(attempt)
+        except McpError as error:
+            print("through the endpoint:", error.data)
+    elsewhere = Origin(
+        "alice", "tools/call", "get_weather", arguments_digest({"location": LOCATION})
     )
-    attempt.request_state = good
     try:
-        alice.send(attempt)
-    except McpError as error:
-        print("through the endpoint:", error.data)
-elsewhere = Origin("alice", "tools/call", "get_weather", arguments_digest({"location": LOCATION}))
-try:
-    StateSealer([STATE_KEY], ttl_s=600).open(good, elsewhere)
-except StateError as error:
-    print("directly:", error.reason, "-", error)
-# The tool name (and the arguments digest) bound inside the state do not match.
+        StateSealer([STATE_KEY], ttl_s=600).open(good, elsewhere)
+    except StateError as error:
+        print("directly:", error.reason, "-", error)
+    # The tool name (and the arguments digest) bound inside the state do not match.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** The seed says the first round of `update_work_item` needs no
@@ -567,15 +576,16 @@ except StateError as error:
 # and `units=5000`). Why does that one need a state from the start?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-print(
-    "round 1 of update_work_item returned a state of",
-    table.loc[1, "requestState returned (bytes)"],
-    "bytes",
-)
-with MrtrClient.for_app(replica_app("C", shed_every_units=1000), handlers=user) as shedding:
-    crunch = shedding.exchange("tools/call", {"name": "crunch", "arguments": {"units": 5000}})
-    shedding.send(crunch)
-    first = crunch.rounds[0].response["result"]
-    print("crunch round 1:", sorted(first), "| questions:", first.get("inputRequests"))
-# crunch asks the user nothing: the state *is* the point. It carries the work done so far
-# (the hash chain's position and value), so the next replica resumes instead of starting over.
+with hidden_answer():
+    print(
+        "round 1 of update_work_item returned a state of",
+        table.loc[1, "requestState returned (bytes)"],
+        "bytes",
+    )
+    with MrtrClient.for_app(replica_app("C", shed_every_units=1000), handlers=user) as shedding:
+        crunch = shedding.exchange("tools/call", {"name": "crunch", "arguments": {"units": 5000}})
+        shedding.send(crunch)
+        first = crunch.rounds[0].response["result"]
+        print("crunch round 1:", sorted(first), "| questions:", first.get("inputRequests"))
+    # crunch asks the user nothing: the state *is* the point. It carries the work done so far
+    # (the hash chain's position and value), so the next replica resumes instead of starting over.

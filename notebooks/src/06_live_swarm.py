@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -60,6 +60,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tables
+from answers import hidden_answer
 from IPython.display import display
 
 import labsim
@@ -182,7 +183,7 @@ def running(pid: int) -> bool:
 
 
 if LIVE:
-    display(pd.Series({name: running(pid) for name, pid in started.items()}, name="still running"))
+    display(tables.column({name: running(pid) for name, pid in started.items()}, "still running"))
 
 # %% [markdown]
 # ## 3. A swarm per architecture, with a rolling upgrade in the middle
@@ -536,16 +537,17 @@ plt.show()
 # architecture, and why is it not exact over a few seconds?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for arch, summary in summaries.items():
-    calls = pd.DataFrame(summary["calls"])
-    mean_call_s = (calls["ended"] - calls["started"]).mean()
-    rate = len(calls) / summary["duration_s"]
-    print(
-        f"{tables.label(arch)}: {rate:.2f} calls/s x {mean_call_s:.2f} s "
-        f"= {rate * mean_call_s:.1f} users (of {USERS})"
-    )
-# Close to the number of users. The edges of a short run bias it: calls still running when
-# the run starts being measured, and the last calls that finish after the swarm stops.
+with hidden_answer():
+    for arch, summary in summaries.items():
+        calls = pd.DataFrame(summary["calls"])
+        mean_call_s = (calls["ended"] - calls["started"]).mean()
+        rate = len(calls) / summary["duration_s"]
+        print(
+            f"{tables.label(arch)}: {rate:.2f} calls/s x {mean_call_s:.2f} s "
+            f"= {rate * mean_call_s:.1f} users (of {USERS})"
+        )
+    # Close to the number of users. The edges of a short run bias it: calls still running when
+    # the run starts being measured, and the last calls that finish after the swarm stops.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** Which drain timeout would have let (almost) every held user finish
@@ -554,19 +556,22 @@ for arch, summary in summaries.items():
 # simulation for the sticky architecture, which takes a second instead of a swarm.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-from scipy import stats
+with hidden_answer():
+    from scipy import stats
 
-think = stats.lognorm(s=base.think_time_sigma, scale=THINK_MEDIAN_S)
-print(f"99% of think times are under {think.ppf(0.99):.2f} s")
-for drain_s in (DRAIN_TIMEOUT_S, 2 * think.ppf(0.99)):
-    params = sim_params["sticky"].with_overrides(drain_timeout_s=drain_s)
-    runs = labsim.replicate(params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1)
-    print(
-        f"drain timeout {drain_s:.1f} s: {runs['re_prompts'].mean():.2f} answers asked again, "
-        f"upgrade {runs['upgrade_duration_s'].mean():.1f} s"
-    )
-# A two-round call can hold a stream for two think times, hence the factor 2: longer drains
-# protect the users and slow the rollout.
+    think = stats.lognorm(s=base.think_time_sigma, scale=THINK_MEDIAN_S)
+    print(f"99% of think times are under {think.ppf(0.99):.2f} s")
+    for drain_s in (DRAIN_TIMEOUT_S, 2 * think.ppf(0.99)):
+        params = sim_params["sticky"].with_overrides(drain_timeout_s=drain_s)
+        runs = labsim.replicate(
+            params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1
+        )
+        print(
+            f"drain timeout {drain_s:.1f} s: {runs['re_prompts'].mean():.2f} answers asked again, "
+            f"upgrade {runs['upgrade_duration_s'].mean():.1f} s"
+        )
+    # A two-round call can hold a stream for two think times, hence the factor 2: longer drains
+    # protect the users and slow the rollout.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** `replica_share` in each summary counts the requests each replica
@@ -575,14 +580,15 @@ for drain_s in (DRAIN_TIMEOUT_S, 2 * think.ppf(0.99)):
 # balancer not spread as evenly?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for arch, summary in summaries.items():
-    share = pd.Series(summary["replica_share"], dtype=float)
-    share = share / share.sum()
-    print(
-        f"{tables.label(arch)}: busiest replica {share.max():.0%} of requests "
-        f"({share.max() * REPLICAS:.2f} x the fair share): "
-        + ", ".join(f"{name} {part:.0%}" for name, part in share.items())
-    )
-# The sticky balancer keeps every request of a call (and of a user's session) on one
-# replica, so a replica's load depends on which users it happened to get and how long
-# they think; round-robin balances request by request.
+with hidden_answer():
+    for arch, summary in summaries.items():
+        share = pd.Series(summary["replica_share"], dtype=float)
+        share = share / share.sum()
+        print(
+            f"{tables.label(arch)}: busiest replica {share.max():.0%} of requests "
+            f"({share.max() * REPLICAS:.2f} x the fair share): "
+            + ", ".join(f"{name} {part:.0%}" for name, part in share.items())
+        )
+    # The sticky balancer keeps every request of a call (and of a user's session) on one
+    # replica, so a replica's load depends on which users it happened to get and how long
+    # they think; round-robin balances request by request.

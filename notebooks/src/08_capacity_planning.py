@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,py:percent
+#     formats: ipynb,src//py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -56,6 +56,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import tables
+from answers import hidden_answer
 from scipy import stats
 
 import labsim
@@ -256,23 +257,25 @@ ttl.round(3)
 # fleets? (Use `first_guess` for a quick answer, `plan` to confirm.)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-roomy = PlanRequest(RATE_PER_S, 1.0, SLO_P95_MS, 4.0, 4096, replications=1, measure_s=60.0)
-for architecture in ARCHITECTURES:
-    print(architecture, first_guess(roomy, base, architecture))
-# Every architecture is now sized by its CPU: the held calls are few (Little's law with
-# 1 s of thinking), so the three fleets land within a replica of each other.
+with hidden_answer():
+    roomy = PlanRequest(RATE_PER_S, 1.0, SLO_P95_MS, 4.0, 4096, replications=1, measure_s=60.0)
+    for architecture in ARCHITECTURES:
+        print(architecture, first_guess(roomy, base, architecture))
+    # Every architecture is now sized by its CPU: the held calls are few (Little's law with
+    # 1 s of thinking), so the three fleets land within a replica of each other.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** At what median think time does a sticky fleet of 0.5 GB, 256-connection
 # replicas need twice the replicas MRTR needs, for `RATE_PER_S` calls per second?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-for think_s in np.geomspace(1, 600, 25):
-    sticky = max(needs_by_think(think_s, "sticky").values())
-    mrtr = max(needs_by_think(think_s, "mrtr").values())
-    if sticky >= 2 * mrtr:
-        print(f"from about {think_s:.0f} s: sticky {sticky} replicas, MRTR {mrtr}")
-        break
+with hidden_answer():
+    for think_s in np.geomspace(1, 600, 25):
+        sticky = max(needs_by_think(think_s, "sticky").values())
+        mrtr = max(needs_by_think(think_s, "mrtr").values())
+        if sticky >= 2 * mrtr:
+            print(f"from about {think_s:.0f} s: sticky {sticky} replicas, MRTR {mrtr}")
+            break
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** Scale on requests in flight per replica instead of CPU
@@ -280,11 +283,12 @@ for think_s in np.geomspace(1, 600, 25):
 # to the sticky fleet's size and bill compared with MRTR's?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-from labsim.autoscale import Autoscaler
+with hidden_answer():
+    from labsim.autoscale import Autoscaler
 
-by_in_flight = scaled.with_overrides(faults=(Autoscaler(metric="in-flight", target=20.0),))
-for architecture in ("sticky", "mrtr"):
-    result = labsim.simulate(by_in_flight, architecture, seed=SEED).summary
-    print(f"{architecture}: {result['replica_hours']:.2f} replica-hours")
-# The held streams are in flight for the whole think time, so the sticky fleet scales out
-# for users who are thinking, not for work: many more replica-hours for the same CPU.
+    by_in_flight = scaled.with_overrides(faults=(Autoscaler(metric="in-flight", target=20.0),))
+    for architecture in ("sticky", "mrtr"):
+        result = labsim.simulate(by_in_flight, architecture, seed=SEED).summary
+        print(f"{architecture}: {result['replica_hours']:.2f} replica-hours")
+    # The held streams are in flight for the whole think time, so the sticky fleet scales out
+    # for users who are thinking, not for work: many more replica-hours for the same CPU.
