@@ -3,7 +3,8 @@ user thinks, each answer POSTed on its own.
 
 A cut stream loses the call: the client starts it again from scratch and the user answers
 every question again (re-prompts). A user keeps one session across calls and opens a new
-one when its replica is gone.
+one when its replica is gone; a call refused because its session is gone had not started,
+so it goes out again on the new session without counting as a restart.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def question_key(request: dict[str, Any]) -> str:
         messages = params.get("messages") or [{}]
         return "sample: " + str((messages[0].get("content") or {}).get("text", ""))
     return str(request.get("method"))
+
+
+class SessionGone(StreamCut):
+    """A call was refused with 404: the replica does not know the call's session (it was
+    opened on a replica that has since been replaced, or routed to another one)."""
 
 
 @dataclass
@@ -70,10 +76,9 @@ def run_legacy_flow(
     call = _LegacyCall(http, CallRecord(tool=tool, arch=arch, started=time.time()), think, rng)
     record = call.record
     t0 = time.perf_counter()
-    for attempt in range(max_retries + 1):
-        if attempt:
-            record.retries += 1
-            sleep(min(0.05 * 2**attempt, 0.5))
+    attempt = 0
+    while True:
+        fresh = holder.session is None
         try:
             session = holder.open(http)
             exchange = session.exchange("tools/call", {"name": tool, "arguments": arguments})
@@ -82,14 +87,26 @@ def run_legacy_flow(
             if record.outcome == "completed":
                 check_result(record, exchange.result or {}, arguments)
             break
+        except SessionGone as gone:
+            holder.session = None
+            if not fresh:
+                # The session of an earlier call, on a replica since replaced: the call never
+                # started, so it goes out at once on a new session (the spec's answer to a
+                # 404), not as a restart.
+                continue
+            record.error = str(gone)
         except StreamCut as cut:
             holder.session = None  # its replica may be gone; open a new one
             record.error = str(cut)
         except McpError as error:
             record.outcome, record.error = "failed", f"{error.code}: {error.message}"
             break
-    else:
-        record.outcome = "lost"
+        if attempt == max_retries:
+            record.outcome = "lost"
+            break
+        attempt += 1
+        record.retries += 1
+        sleep(min(0.05 * 2**attempt, 0.5))
     if record.outcome == "completed":
         record.error = ""
     record.ended = time.time()
@@ -112,7 +129,9 @@ class _LegacyCall:
         """POST the call, answer what the stream asks, until the result (or a cut)."""
         headers, body = exchange.next_request()
         with self.http.stream(headers, body) as reply:
-            if reply.status in RETRYABLE_STATUS or reply.status == 404:
+            if reply.status == 404:
+                raise SessionGone("tools/call got HTTP 404: the replica does not know the session")
+            if reply.status in RETRYABLE_STATUS:
                 raise StreamCut(f"tools/call got HTTP {reply.status}")
             if reply.served_by:
                 self.record.served_by.append(reply.served_by)
