@@ -21,7 +21,7 @@ from typing import Any
 
 import pybase64
 
-from loadtest.rounds import Round, rounds_for
+from loadtest.rounds import SHED_EVERY_UNITS, Round, rounds_for
 
 #: Interleaved repeats of each in-process loop; the best is kept.
 REPEATS = 5
@@ -103,7 +103,7 @@ def in_process_microbench(number: int = 1000) -> dict[str, dict[str, float]]:
         ServerConfig(
             state_keys=(StateKey("bench", os.urandom(32)),),
             jwt_secret=os.urandom(16).hex(),
-            shed_every_units=1,
+            shed_every_units=SHED_EVERY_UNITS,
         )
     )
     with TestClient(lab_app, base_url=f"http://{HOST}") as client:
@@ -117,7 +117,22 @@ def in_process_microbench(number: int = 1000) -> dict[str, dict[str, float]]:
             bare_us = min(bare_us, asyncio.run(_asgi_loop(bare_app, timed, body, number)) * 1e6)
             lab_us = min(lab_us, asyncio.run(_asgi_loop(lab_app, timed, body, number)) * 1e6)
         out[kind] = {"bare_us": bare_us, "lab_us": lab_us, "lab_own_us": lab_us - bare_us}
+    out["shed"]["tool_us"] = crunch_round_us()
     return out
+
+
+def crunch_round_us(number: int = 20_000) -> float:
+    """Microseconds of `crunch`'s own work in one `shed` round: hashing its units.
+
+    The bare endpoint does no such work; this is how much of the lab's cost in that round
+    is the tool rather than the server.
+    """
+    from server.tools.crunch import crunch_start, crunch_units
+
+    start = crunch_start()
+    return _best_us({"unit": lambda: crunch_units(start, 0, SHED_EVERY_UNITS)}, number, REPEATS)[
+        "unit"
+    ]
 
 
 def print_in_process(report: dict[str, dict[str, float]]) -> None:
@@ -128,6 +143,11 @@ def print_in_process(report: dict[str, dict[str, float]]) -> None:
             for kind, r in report.items()
         )
     )
+    if "tool_us" in report.get("shed", {}):
+        print(
+            f"of the shed round, crunch's own hashing ({SHED_EVERY_UNITS} unit per round): "
+            f"{report['shed']['tool_us']:.1f} us"
+        )
 
 
 async def _asgi_loop(app: Any, timed: Round, body: bytes, number: int) -> float:

@@ -29,8 +29,13 @@ class InputRequired(Exception):
     """This attempt needs answers first: under MRTR it becomes an InputRequiredResult."""
 
     def __init__(self, requests: dict[str, InputRequest]) -> None:
-        super().__init__(f"input required: {', '.join(requests)}")
+        # No message built here: every round that asks raises one, and almost none is
+        # ever printed.
+        super().__init__()
         self.requests = requests
+
+    def __str__(self) -> str:
+        return f"input required: {', '.join(self.requests)}"
 
 
 class Offload(Exception):

@@ -20,7 +20,6 @@ concatenation of nonce and ciphertext.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import hashlib
 import json
@@ -108,7 +107,7 @@ def arguments_digest(arguments: Any) -> str:
         canonical = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # integers beyond 64 bits
         canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(hashlib.sha256(canonical).digest()[:16]).decode()
+    return pybase64.b64encode_as_string(hashlib.sha256(canonical).digest()[:16], b"-_")
 
 
 class OpenedState(NamedTuple):

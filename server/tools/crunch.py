@@ -24,9 +24,12 @@ CRUNCH_MAX_UNITS = 50_000_000
 CRUNCH_MIN_SLICE_UNITS = 20_000
 
 
+_START = hashlib.sha256(b"crunch").hexdigest()
+
+
 def crunch_start() -> str:
     """The digest `crunch` starts from: sha256(b"crunch")."""
-    return hashlib.sha256(b"crunch").hexdigest()
+    return _START
 
 
 def crunch_units(digest_hex: str, start: int, stop: int) -> str:

@@ -140,3 +140,4 @@ def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None
     assert set(report) == set(KINDS)
     for kind in KINDS:
         assert report[kind]["bare_us"] > 0 and report[kind]["lab_us"] > 0
+    assert report["shed"]["tool_us"] > 0
