@@ -215,7 +215,9 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
                     other["cpu_us_per_request"] / lab["cpu_us_per_request"]
                     for lab, other in zip(passes["lab"][kind], passes[peer][kind], strict=True)
                 ]
-                ratios[f"lab/{peer} {kind}"]["cpu_median"] = median(cpu)
+                ratios[f"lab/{peer} {kind}"].update(
+                    cpu_median=median(cpu), cpu_min=min(cpu), cpu_max=max(cpu)
+                )
     tails = {}
     for kind in KINDS:
         spread = {name: [s["p99_ms"] / s["p50_ms"] for s in passes[name][kind]] for name in passes}
@@ -292,13 +294,20 @@ def print_report(report: dict[str, Any]) -> None:
             r = report["ratios"][f"lab/{peer} {kind}"]
             cells.append(f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})".ljust(21))
         print(f"{peer:<9}" + "".join(cells))
-    print("each peer's CPU per request over the lab's (requests a core serves, lab/peer):")
+    print(
+        "each peer's CPU per request over the lab's (requests a core serves, lab/peer), "
+        "median of per-pass ratios (min-max over passes):"
+    )
     print(f"{'':<9}" + "".join(f"{kind:<21}" for kind in KINDS))
     for peer in peers:
-        cells = [
-            f"{report['ratios'][f'lab/{peer} {kind}'].get('cpu_median', float('nan')):.2f}x"
-            for kind in KINDS
-        ]
+        cells = []
+        for kind in KINDS:
+            r = report["ratios"][f"lab/{peer} {kind}"]
+            cells.append(
+                f"{r['cpu_median']:.2f}x ({r['cpu_min']:.2f}-{r['cpu_max']:.2f})"
+                if "cpu_median" in r
+                else "n/a"
+            )
         print(f"{peer:<9}" + "".join(cell.ljust(21) for cell in cells))
     if "bare" in servers:
         print(
