@@ -111,6 +111,53 @@ def timeline(
     return fig
 
 
+#: A replica's states in a rolling upgrade: legend and colour, in the order it goes through.
+ROLLOUT_STATES = {
+    "v1": ("up, version 1", "tab:grey"),
+    "draining": ("draining", "gold"),
+    "down": ("down (restarting)", "tab:red"),
+    "v2": ("up, version 2", "tab:green"),
+}
+
+
+def _replica_spans(result: RunResult, end_s: float) -> list[list[tuple[float, float, str]]]:
+    """Per replica, its (start s, end s, state) spans, read from the run's fault events."""
+    replicas = result.params.cluster.replicas
+    spans: list[list[tuple[float, float, str]]] = [[] for _ in range(replicas)]
+    current = [(0.0, "v1")] * replicas
+    for time_s, kind, replica, detail in result.events.itertuples(index=False):
+        if 0 <= replica < replicas and kind in ("draining", "down", "up"):
+            spans[replica].append((current[replica][0], time_s, current[replica][1]))
+            current[replica] = (time_s, detail if kind == "up" else kind)
+    for replica, (start, state) in enumerate(current):
+        spans[replica].append((start, end_s, state))
+    return spans
+
+
+def rollout(results: Sequence[RunResult], start_s: float, end_s: float) -> Figure:
+    """A rolling upgrade replica by replica, a panel per run: up, draining, down, upgraded."""
+    replicas = max(result.params.cluster.replicas for result in results)
+    fig, axes = plt.subplots(
+        len(results), 1, figsize=(10, 0.5 * replicas * len(results) + 1.5), sharex=True
+    )
+    for ax, result in zip(np.atleast_1d(axes), results, strict=True):
+        for replica, spans in enumerate(_replica_spans(result, end_s)):
+            for start, stop, state in spans:
+                colour = ROLLOUT_STATES.get(state, (state, "black"))[1]
+                ax.barh(replica, stop - start, left=start, color=colour, height=0.6)
+        ax.set_yticks(range(replicas), [f"replica {k}" for k in range(replicas)])
+        duration_s = result.summary["upgrade_duration_s"]
+        ax.set_title(f"{_label(result.architecture)}: the rollout takes {duration_s:.0f} s")
+        ax.invert_yaxis()
+    ax.set_xlim(start_s, end_s)
+    ax.set_xlabel("simulated time (s)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for _, c in ROLLOUT_STATES.values()]
+    legends = [name for name, _ in ROLLOUT_STATES.values()]
+    fig.legend(handles, legends, ncol=4, loc="upper center", bbox_to_anchor=(0.5, 1.03))
+    fig.tight_layout()
+    return fig
+
+
 def _pivot(comparison: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Means and CI half-widths of a metric, groups by architectures, in first-seen order."""
     rows = comparison[comparison["metric"] == metric]

@@ -91,45 +91,8 @@ runs["mrtr"].events.head(8)
 # The same rollout as a picture, one row per replica, for each architecture:
 
 # %%
-STATE_COLOURS = {"v1": "tab:grey", "draining": "gold", "down": "tab:red", "v2": "tab:green"}
-
-
-def replica_spans(events: pd.DataFrame, replicas: int, end_s: float) -> list[list[tuple]]:
-    """For each replica, (start, end, state) spans from a run's fault events."""
-    spans: list[list[tuple]] = [[] for _ in range(replicas)]
-    current = [(0.0, "v1")] * replicas
-    for time_s, kind, replica, detail in events.itertuples(index=False):
-        if replica < 0 or kind not in ("draining", "down", "up"):
-            continue
-        start, state = current[replica]
-        spans[replica].append((start, time_s, state))
-        current[replica] = (time_s, detail if kind == "up" else kind)
-    for replica, (start, state) in enumerate(current):
-        spans[replica].append((start, end_s, state))
-    return spans
-
-
 end_s = max(r.summary["upgrade_duration_s"] for r in runs.values()) + UPGRADE_AT_S + 30
-fig, axes = plt.subplots(len(runs), 1, figsize=(10, 0.5 * REPLICAS * len(runs) + 1.5), sharex=True)
-for ax, (name, run) in zip(axes, runs.items(), strict=True):
-    for replica, spans in enumerate(replica_spans(run.events, REPLICAS, end_s)):
-        for start, stop, state in spans:
-            ax.barh(replica, stop - start, left=start, color=STATE_COLOURS[state], height=0.6)
-    ax.set_yticks(range(REPLICAS), [f"replica {k}" for k in range(REPLICAS)])
-    duration = run.summary["upgrade_duration_s"]
-    ax.set_title(f"{tables.label(name)}: the rollout takes {duration:.0f} s")
-    ax.invert_yaxis()
-axes[-1].set_xlim(UPGRADE_AT_S - 20, end_s)
-axes[-1].set_xlabel("simulated time (s)")
-handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in STATE_COLOURS.values()]
-fig.legend(
-    handles,
-    ["up, version 1", "draining", "down (restarting)", "up, version 2"],
-    ncol=4,
-    loc="upper center",
-    bbox_to_anchor=(0.5, 1.03),
-)
-fig.tight_layout()
+fig = plots.rollout(list(runs.values()), start_s=UPGRADE_AT_S - 20, end_s=end_s)
 plt.show()
 
 # %% [markdown]

@@ -61,6 +61,7 @@ import labsim
 from labsim import ARCHITECTURES, plots
 from labsim.cost import Usage, bill
 from labsim.experiments import RunSpec, run_many
+from labsim.plots import Panel
 
 # %% [markdown]
 # ## 1. Three failures, side by side
@@ -204,14 +205,18 @@ steady = faults[faults["scenario"] == "steady"].pivot(
     index="architecture", columns="metric", values="mean"
 )
 per_million = 1e6 / steady["calls"]
-bill_table = pd.DataFrame(
-    {
-        "replicas (USD)": steady["cost_replicas_usd"] * per_million,
-        "shared store (USD)": steady["cost_store_usd"] * per_million,
-        "egress (USD)": steady["cost_egress_usd"] * per_million,
-        "total (USD)": steady["cost_total_usd"] * per_million,
-    }
-).rename(index=tables.label)
+bill_table = (
+    pd.DataFrame(
+        {
+            "replicas (USD)": steady["cost_replicas_usd"] * per_million,
+            "shared store (USD)": steady["cost_store_usd"] * per_million,
+            "egress (USD)": steady["cost_egress_usd"] * per_million,
+            "total (USD)": steady["cost_total_usd"] * per_million,
+        }
+    )
+    .loc[list(ARCHITECTURES)]
+    .rename(index=tables.label)
+)
 bill_table.index.name = "per million calls"
 bill_table.round(3)
 
@@ -307,7 +312,7 @@ costs = pd.DataFrame(
 ).T
 costs.index.names = ["architecture", "replicas"]
 costs["total"] = costs.sum(axis=1)
-costs["total"].unstack("architecture").rename(columns=tables.label).round(3)
+costs["total"].unstack("architecture")[list(ARCHITECTURES)].rename(columns=tables.label).round(3)
 
 # %% [markdown]
 # And the rollout: the simulated time per replica of a one-at-a-time rollout with the
@@ -327,52 +332,38 @@ tables.column(
 )
 
 # %%
-fig, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharex=True)
-panels = [
-    (axes[0, 0], outage, "calls failed by one store outage", "One store outage: blast radius"),
-    (axes[0, 1], per_day, "calls losing progress per day", "Crashes: losses per day"),
-    (
-        axes[1, 0],
-        costs["total"].unstack("architecture"),
-        "cost per million calls (USD)",
-        f"The bill, at {BILLED_CALLS_PER_S_PER_REPLICA:g} calls/s per replica",
-    ),
-    (
-        axes[1, 1],
-        pd.DataFrame(
-            {n: np.array(SCALE_REPLICAS) * s / 3600 for n, s in per_replica_s.items()},
-            index=SCALE_REPLICAS,
-        ),
-        "rollout duration (hours)",
-        "A rollout, one replica at a time",
-    ),
-]
-for ax, frame, ylabel, title in panels:
-    for name in ARCHITECTURES:
-        ax.plot(
-            frame.index,
-            frame[name],
-            marker="o",
-            linestyle="--" if name == "sticky" else "-",
-            color=plots.COLOURS[name],
-            label=tables.label(name),
-        )
-    ax.set_xscale("log")
-    if "calls" in ylabel and "cost" not in ylabel:
-        ax.set_yscale("symlog", linthresh=1)  # counts spanning decades, zero included
-        ax.set_ylim(bottom=0)
-    elif "hours" in ylabel:
-        ax.set_yscale("log")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
-for ax in axes[1]:
-    ax.set_xlabel("replicas (log scale)")
-fig.suptitle(
-    f"Growing the deployment (faults simulated at {CALLS_PER_S_PER_REPLICA:g} calls/s per replica)"
+rollout_h = pd.DataFrame(
+    {name: np.array(SCALE_REPLICAS) * s / 3600 for name, s in per_replica_s.items()},
+    index=pd.Index(SCALE_REPLICAS, name="replicas"),
 )
-fig.tight_layout()
+growth = pd.concat(
+    {
+        "outage_failed": outage,
+        "crash_losses_per_day": per_day,
+        "cost_per_million_calls_usd": costs["total"].unstack("architecture"),
+        "rollout_h": rollout_h,
+    },
+    names=["metric", "replicas"],
+)
+fig = plots.sweep_panels(
+    growth[list(ARCHITECTURES)]
+    .rename_axis(columns="architecture")
+    .stack()
+    .rename("mean")
+    .reset_index(),
+    "replicas",
+    [
+        Panel("outage_failed", "calls failed by one store outage", yscale="symlog"),
+        Panel("crash_losses_per_day", "calls losing progress per day to crashes", yscale="symlog"),
+        Panel("cost_per_million_calls_usd", "cost per million calls (USD)"),
+        Panel("rollout_h", "rollout, one replica at a time (hours)", yscale="log"),
+    ],
+    xlabel="replicas (log scale)",
+    xscale="log",
+    columns=2,
+    title=f"Growing the deployment: faults at {CALLS_PER_S_PER_REPLICA:g} calls/s per replica, "
+    f"the bill at {BILLED_CALLS_PER_S_PER_REPLICA:g}",
+)
 plt.show()
 
 # %% [markdown]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
+from matplotlib.colors import to_hex
 
 from labsim import ARCHITECTURES, plots
 from labsim.experiments import summarize_runs
@@ -173,3 +176,30 @@ def test_headline_bars_show_each_architectures_value_in_the_panels_unit() -> Non
     assert heights == pytest.approx([s["p95_latency_s"] * 1e3 for s in summaries.values()])
     assert cost.get_ylabel() == "cost per million calls (USD)"
     assert figure.get_suptitle() == "one run each"
+
+
+def test_rollout_draws_each_replica_through_drain_restart_and_the_new_version() -> None:
+    results = [run("rolling-upgrade", a) for a in ("sticky", "mrtr")]
+    replicas = results[0].params.cluster.replicas
+    end_s = 1200.0
+    figure = plots.rollout(results, start_s=380.0, end_s=end_s)
+    assert len(figure.axes) == 2
+    colours = {name: colour for name, colour in plots.ROLLOUT_STATES.values()}
+    for ax, result in zip(figure.axes, results, strict=True):
+        assert ax.get_title().startswith(plots.LABELS[result.architecture])
+        assert [t.get_text() for t in ax.get_yticklabels()] == [
+            f"replica {k}" for k in range(replicas)
+        ]
+        for replica in range(replicas):
+            bars = sorted(
+                (bar for bar in ax.patches if abs(bar.get_y() + 0.3 - replica) < 1e-9),
+                key=lambda bar: bar.get_x(),
+            )
+            states = [to_hex(bar.get_facecolor()) for bar in bars]
+            expected = ["up, version 1", "draining", "down (restarting)", "up, version 2"]
+            assert states == [to_hex(colours[name]) for name in expected]
+            # The spans tile the run without gaps, up to the end of the figure.
+            for before, after in itertools.pairwise(bars):
+                assert before.get_x() + before.get_width() == pytest.approx(after.get_x())
+            assert bars[-1].get_x() + bars[-1].get_width() == pytest.approx(end_s)
+    assert figure.axes[-1].get_xlim() == (380.0, end_s)
