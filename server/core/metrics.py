@@ -2,6 +2,12 @@
 
 Each app has its own registry, so several servers in one process (tests, notebooks) keep
 separate counts.
+
+The counts every request makes (requests by outcome, InputRequiredResults, states sealed)
+are tallied in a plain dict and added to their Prometheus counters when `/metrics` is
+rendered: an increment of a Prometheus counter takes a lock and four calls, which the
+request path paid three times per round. A replica serves on one event loop thread, so
+the tally needs no lock; a scrape sees every count made before it.
 """
 
 from __future__ import annotations
@@ -58,20 +64,31 @@ class ServerMetrics:
             registry=self.registry,
         )
         self._labels = labels
-        self._request_children: dict[tuple[str, str], Any] = {}
-        #: The two kinds of InputRequiredResult, resolved once (the hot path counts them).
-        self.asked_questions = self.input_required.labels("questions")
-        self.offloaded = self.input_required.labels("offload")
+        #: Hot-path counts not yet added to their counters, by (counter, label values).
+        self._tally: dict[tuple[Any, tuple[str, ...]], int] = {}
+        #: The hot path's counts, as keys of `_tally`.
+        self.asked_questions = (self.input_required, ("questions",))
+        self.offloaded = (self.input_required, ("offload",))
+        for _, kind in (self.asked_questions, self.offloaded):
+            self.input_required.labels(*kind)  # shown from the start, at 0
+        self.states_sealed_key = (self.states_sealed, ())
+
+    def count(self, key: tuple[Any, tuple[str, ...]]) -> None:
+        """Count one event of a hot-path counter (`asked_questions`, `offloaded`, ...)."""
+        tally = self._tally
+        tally[key] = tally.get(key, 0) + 1
 
     def count_request(self, method: str, outcome: str) -> None:
-        """Count one request by method and outcome (children cached: this is the hot path)."""
-        child = self._request_children.get((method, outcome))
-        if child is None:
-            child = self._request_children[(method, outcome)] = self.requests.labels(
-                method, outcome
-            )
-        child.inc()
+        """Count one request by method and outcome."""
+        self.count((self.requests, (method, outcome)))
+
+    def flush(self) -> None:
+        """Add the tallied hot-path counts to their Prometheus counters."""
+        tally, self._tally = self._tally, {}
+        for (counter, labels), n in tally.items():
+            (counter.labels(*labels) if labels else counter).inc(n)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric."""
+        self.flush()
         return generate_latest(self.registry)

@@ -104,7 +104,7 @@ class MrtrAttempt:
         try:
             result = await invocation.handler(ctx)
         except InputRequired as asked:
-            self.metrics.asked_questions.inc()
+            self.metrics.count(self.metrics.asked_questions)
             out: dict[str, Any] = {
                 "resultType": "input_required",
                 "inputRequests": {k: r.to_wire() for k, r in asked.requests.items()},
@@ -118,7 +118,7 @@ class MrtrAttempt:
             return out
         except Offload:
             # Shedding moves work, it asks the user nothing: it does not use up input rounds.
-            self.metrics.offloaded.inc()
+            self.metrics.count(self.metrics.offloaded)
             return {
                 "resultType": "input_required",
                 "requestState": self._seal(
@@ -154,5 +154,5 @@ class MrtrAttempt:
             raise invalid_params(
                 f"this request's state outgrew {self.max_request_state_bytes} bytes; start again"
             )
-        self.metrics.states_sealed.inc()
+        self.metrics.count(self.metrics.states_sealed_key)
         return token

@@ -25,6 +25,25 @@ LOGIN_SCHEMA = {
     "required": ["name"],
 }
 RESOLUTIONS = ["Fixed", "Won't Fix", "Duplicate", "By Design"]
+#: `update_work_item`'s two questions, built once: the handler runs again every round.
+RESOLUTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "resolution": {
+            "type": "string",
+            "enum": RESOLUTIONS,
+            "description": "Resolution type for this bug",
+        }
+    },
+    "required": ["resolution"],
+}
+DUPLICATE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "duplicateOfId": {"type": "number", "description": "Work item ID of the original bug"}
+    },
+    "required": ["duplicateOfId"],
+}
 ECHO_SCHEMA = {
     "type": "object",
     "properties": {"input": {"type": "string"}},
@@ -73,17 +92,7 @@ async def update_work_item(ctx: Context) -> dict[str, Any]:
     answer = await ctx.elicit(
         "resolution",
         f"Resolving Bug #{item} requires a resolution. How was this bug resolved?",
-        {
-            "type": "object",
-            "properties": {
-                "resolution": {
-                    "type": "string",
-                    "enum": RESOLUTIONS,
-                    "description": "Resolution type for this bug",
-                }
-            },
-            "required": ["resolution"],
-        },
+        RESOLUTION_SCHEMA,
     )
     if not answer.accepted:
         return tool_result(f"Bug #{item} was not resolved.", is_error=True)
@@ -94,16 +103,7 @@ async def update_work_item(ctx: Context) -> dict[str, Any]:
     original = await ctx.elicit(
         "duplicate_of",
         "Since this is a duplicate, which work item is the original?",
-        {
-            "type": "object",
-            "properties": {
-                "duplicateOfId": {
-                    "type": "number",
-                    "description": "Work item ID of the original bug",
-                }
-            },
-            "required": ["duplicateOfId"],
-        },
+        DUPLICATE_SCHEMA,
     )
     if not original.accepted:
         return tool_result(f"Bug #{item} was not resolved.", is_error=True)
