@@ -91,7 +91,9 @@ class HeldStream(Architecture):
         holding_since = -1.0
         extra_s = self.overhead_s  # parsing the tools/call POST itself
         outcome = COMPLETED
-        think_s = 0.0
+        think_s = wait_s = 0.0
+        question = 0
+        late_answer_s = -1.0  # a cut the client learns of only when its user has answered
         try:
             questions = call.spec.round_masks(replica.version)
             for round_index, round_mask in enumerate(questions):
@@ -144,6 +146,8 @@ class HeldStream(Architecture):
                 if think_s == math.inf:
                     # The user has walked away: nobody is left to start the call again.
                     outcome = ABANDONED
+                elif self.params.client.cut_noticed_on_answer and wait_s == think_s:
+                    late_answer_s = holding_since + wait_s - env.now
         except Shed:
             outcome = _REJECTED
         except (StoreUnavailable, CallFailed):
@@ -154,6 +158,12 @@ class HeldStream(Architecture):
         replica.disconnect()
         replica.detach(process)
         cluster.streams.move(env.now, -1)
+        if late_answer_s >= 0:
+            # The user keeps thinking and answers; the refused answer shows the cut, and the
+            # restarted call asks that question again (a re-prompt).
+            yield env.timeout(late_answer_s)
+            call.think_s += late_answer_s
+            self.answer(call, question)
         return outcome
 
     def before_asking(self, call: Call) -> Generator[simpy.Event, object, None]:

@@ -155,6 +155,10 @@ class ClientParams:
     max_call_restarts: int = 2  # assumption: an agent re-runs a broken tool call twice
     reconnect_delay_s: float = 0.5  # assumption: noticing a dropped stream and reconnecting
     offload_retry_delay_s: float = 0.0  # docs/model.md: a state-only result is retried at once
+    # Legacy: when a client learns that a held call was cut while its user thinks. False
+    # (assumption): it watches the stream and restarts at once; True: only when the answer
+    # POST is refused, after the user has answered (the load test's client does this).
+    cut_noticed_on_answer: bool = False
 
     def __post_init__(self) -> None:
         _check_positive(self, "answer_timeout_s")

@@ -58,6 +58,7 @@ def base_params(inputs: LiveInputs, replicas: int = 1) -> SimParams:
         held_call_bytes=inputs.held_call_bytes,
         max_call_restarts=inputs.max_restarts,
         reconnect_delay_s=0.05,  # the load test's client: 50 ms, doubling
+        cut_noticed_on_answer=True,  # the load test's client reads its stream between answers
     )
 
 
