@@ -253,13 +253,8 @@ class Architecture(ABC):
             else:
                 yield env.timeout(cpu_s)
         except Interrupt:
-            if waiting is None or waiting.triggered:
-                # The worker is ours (handed over, perhaps this very instant): free it.
-                workers.release()
-                if started >= 0:
-                    self._account(call, replica, env.now - started)
-            else:
-                workers.cancel(waiting)
+            if workers.leave(waiting) and started >= 0:
+                self._account(call, replica, env.now - started)
             raise
         workers.release()
         self._account(call, replica, cpu_s)

@@ -37,7 +37,8 @@ class ReplicaState(enum.Enum):
 
 
 class WorkerPool:
-    """A replica's worker slots: at most `capacity` requests served at once, the rest in line.
+    """Worker slots (a replica's, or the store's one command thread): at most `capacity`
+    requests served at once, the rest in line.
 
     What `simpy.Resource` does for this model, without a request object and an
     event per request: a request that finds a free worker takes it at once; one
@@ -73,6 +74,15 @@ class WorkerPool:
         """A request still in line gives up (its call was cut)."""
         with contextlib.suppress(ValueError):
             self.queue.remove(waiting)
+
+    def leave(self, waiting: simpy.Event | None) -> bool:
+        """A cut request leaves, `waiting` being what `acquire` gave it; True if it held a
+        worker (handed over, perhaps this very instant), which goes back to the pool."""
+        if waiting is None or waiting.triggered:
+            self.release()
+            return True
+        self.cancel(waiting)
+        return False
 
 
 class Replica:

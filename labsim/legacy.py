@@ -101,7 +101,9 @@ class HeldStream(Architecture):
                     call, replica, extra_s + call.round_cpu_s(round_index), True
                 )
                 call.rounds += 1
-                yield from self.before_asking(call)
+                subscribed = self.before_asking(call)
+                if subscribed is not None:
+                    yield subscribed
                 # One elicitation request per question, all sent on the stream at once; the
                 # answers come back one by one, each its own POST to this replica. Both the
                 # answer timeout and the idle timeout count from the moment they were sent.
@@ -166,9 +168,10 @@ class HeldStream(Architecture):
             self.answer(call, question)
         return outcome
 
-    def before_asking(self, call: Call) -> Generator[simpy.Event, object, None]:
-        """What the holding replica does before it sends the question (nothing by default)."""
-        yield from ()
+    def before_asking(self, call: Call) -> simpy.Event | None:
+        """What the holding replica does before it sends the question: an event to wait
+        for, or None (nothing, by default)."""
+        return None
 
     @abstractmethod
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:

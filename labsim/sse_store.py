@@ -28,10 +28,10 @@ class SseStore(HeldStream):
     name = "sse-store"
     uses_store = True
 
-    def before_asking(self, call: Call) -> Generator[simpy.Event, object, None]:
+    def before_asking(self, call: Call) -> simpy.Event | None:
         """Subscribe to the call's answer channel before sending the question."""
         call.store_ops += 1
-        yield from self.store.subscribe()
+        return self.store.subscribe()
 
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """The answer POST goes where the balancer sends it, then through the store."""

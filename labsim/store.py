@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 
 import simpy
+from simpy import Interrupt
 
+from labsim.cluster import WorkerPool
 from labsim.metrics import Recorder
 from labsim.params import StoreParams
 
@@ -29,24 +31,31 @@ class SharedStore:
         self.env = env
         self.params = params
         self.recorder = recorder
-        self.thread = simpy.Resource(env, capacity=1)
+        self.thread = WorkerPool(env, 1)
         self.up = True
         # Told of every outage and recovery (the task store wakes the clients polling it).
         self.listeners: list[Callable[[bool], None]] = []
 
-    def subscribe(self) -> Generator[simpy.Event, object, None]:
-        """Subscribe to the answer's channel before asking (one round trip)."""
+    def subscribe(self) -> simpy.Event:
+        """Subscribe to the answer's channel before asking: one round trip, to wait for."""
         if not self.up:
             raise StoreUnavailable
-        yield self.env.timeout(self.params.round_trip_s)
+        return self.env.timeout(self.params.round_trip_s)
 
     def publish(self) -> Generator[simpy.Event, object, None]:
         """Publish an answer: queue for the command thread, run, deliver to the subscriber."""
         if not self.up:
             raise StoreUnavailable
-        with self.thread.request() as request:
-            yield request
+        thread = self.thread
+        waiting = thread.acquire()
+        try:
+            if waiting is not None:
+                yield waiting
             yield self.env.timeout(self.params.op_service_s)
+        except Interrupt:
+            thread.leave(waiting)
+            raise
+        thread.release()
         yield self.env.timeout(self.params.round_trip_s)
         if not self.up:
             raise StoreUnavailable
