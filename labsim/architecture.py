@@ -286,19 +286,29 @@ class Architecture(ABC):
             return None
         return client.retry_backoff_s * 2 ** (call.retries - 1) * (0.5 + self._random())
 
-    def route_or_back_off(self, call: Call) -> Generator[simpy.Event, object, Replica | None]:
-        """The replica a request of `call` reaches, backing off while none takes it.
+    def take(self, call: Call) -> Replica | None:
+        """The replica the balancer sends a request of `call` to, if it takes the request.
 
         No replica takes a request when none is up or the one picked is at its
-        connection limit; the client backs off and tries again. None once the
-        client gives up.
+        connection limit (the request is rejected).
         """
-        while True:
-            replica = self.cluster.route(call)
-            if replica is not None and replica.connections < self.connection_limit:
+        replica = self.cluster.route(call)
+        if replica is not None and replica.connections < self.connection_limit:
+            return replica
+        return None
+
+    def retry_until_taken(self, call: Call) -> Generator[simpy.Event, object, Replica | None]:
+        """After a rejected request: back off and try again until a replica takes it.
+
+        None once the client gives up. Callers write `self.take(call) or (yield
+        from self.retry_until_taken(call))`, so a request taken at once, the
+        usual case, starts no generator.
+        """
+        while (yield from self.wait_to_retry(call)):
+            replica = self.take(call)
+            if replica is not None:
                 return replica
-            if not (yield from self.wait_to_retry(call)):
-                return None
+        return None
 
     def wait_to_retry(self, call: Call) -> Generator[simpy.Event, object, bool]:
         """Back off before retrying a rejected request; False once the client gives up."""

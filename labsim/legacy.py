@@ -51,7 +51,7 @@ class HeldStream(Architecture):
         env = self.env
         client = self.params.client
         while True:
-            replica = yield from self.route_or_back_off(call)
+            replica = self.take(call) or (yield from self.retry_until_taken(call))
             if replica is None:
                 self.finish(call, FAILED)
                 return

@@ -50,7 +50,7 @@ class Mrtr(Architecture):
         earlier_cpu_s = 0.0  # tool CPU of completed rounds, for re-execution
         round_index = 0
         while True:
-            replica = yield from self.route_or_back_off(call)
+            replica = self.take(call) or (yield from self.retry_until_taken(call))
             if replica is None:
                 self.finish(call, FAILED)
                 return

@@ -35,7 +35,7 @@ class SseStore(HeldStream):
 
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """The answer POST goes where the balancer sends it, then through the store."""
-        receiver = yield from self.route_or_back_off(call)
+        receiver = self.take(call) or (yield from self.retry_until_taken(call))
         if receiver is None:
             raise CallFailed
         receiver.connect()
