@@ -9,6 +9,7 @@ instead of a bare `pd.Series` printout. Counts stay whole numbers in both.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 
@@ -82,6 +83,16 @@ def heading(name: str) -> str:
     return name.replace("_", " ")
 
 
+def significant(value: float, digits: int) -> str:
+    """`value` to `digits` significant digits, without an exponent or trailing zeros:
+    8,630 not 8.63e+03, 3 not 3.00."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    decimals = digits - 1 - math.floor(math.log10(abs(value)))
+    text = f"{round(value, decimals):,.{max(decimals, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def whole_numbers(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with every float column that holds only whole numbers shown as integers."""
     table = table.copy()
@@ -97,6 +108,11 @@ def whole_numbers(table: pd.DataFrame) -> pd.DataFrame:
 def column(values: Mapping[str, object], title: str, digits: int = 2) -> pd.DataFrame:
     """Named quantities as a one-column table titled `title`: whole numbers stay whole,
     other numbers are rounded to `digits` decimals, anything else is shown as it is."""
+    return columns({title: values}, digits)
+
+
+def columns(by_title: Mapping[str, Mapping[str, object]], digits: int = 2) -> pd.DataFrame:
+    """Named quantities side by side, a titled column each, shown as `column` shows them."""
 
     def shown(value: object) -> object:
         if isinstance(value, bool | np.bool_):
@@ -108,7 +124,13 @@ def column(values: Mapping[str, object], title: str, digits: int = 2) -> pd.Data
             return int(number) if number.is_integer() else round(number, digits)
         return value
 
-    return pd.DataFrame({title: {name: shown(value) for name, value in values.items()}})
+    # Object dtype, so that whole numbers beside fractions are not shown as floats.
+    return pd.DataFrame(
+        {
+            title: pd.Series({name: shown(v) for name, v in values.items()}, dtype=object)
+            for title, values in by_title.items()
+        }
+    )
 
 
 def pivot(
@@ -126,6 +148,16 @@ def pivot(
     return whole_numbers(table)
 
 
+def events(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run's fault events (labsim's `RunResult.events`) with readable headings; events of
+    the whole cluster (replica -1) name no replica."""
+    shown = frame.rename(
+        columns={"time_s": "time (s)", "kind": "event", "replica": "replica", "detail": "detail"}
+    ).astype({"replica": object})
+    shown.loc[frame["replica"] < 0, "replica"] = "all"
+    return shown.reset_index(drop=True).rename_axis(None)
+
+
 def label(architecture: str) -> str:
     """The name figures and tables use for an architecture."""
     return LABELS.get(architecture, architecture)
@@ -137,20 +169,24 @@ def readable(
     *,
     by: str | None = None,
     with_ci: bool = False,
+    digits: int = 2,
 ) -> pd.DataFrame:
     """Means of `metrics` per architecture (and per `by`, e.g. a swept parameter).
 
-    With `with_ci`, each cell is "mean ± half-width" of the 95% confidence interval.
+    With `with_ci`, each cell is "mean ± half-width" of the 95% confidence interval;
+    otherwise means are rounded to `digits` decimals.
     """
     rows = tidy[tidy["metric"].isin(metrics)].copy()
     divisors = rows["metric"].map(lambda m: METRICS.get(m, (m, 1.0))[1])
-    rows["value"] = rows["mean"] / divisors
+    means = rows["mean"] / divisors
     if with_ci:
         half = rows["ci_half_width"] / divisors
         rows["value"] = [
-            f"{v:.3g}" if pd.isna(h) else f"{v:.3g} ± {h:.2g}"
-            for v, h in zip(rows["value"], half, strict=True)
+            significant(v, 3) if pd.isna(h) else f"{significant(v, 3)} ± {significant(h, 2)}"
+            for v, h in zip(means, half, strict=True)
         ]
+    else:
+        rows["value"] = means.round(digits)
     rows["architecture"] = rows["architecture"].map(label)
     index = [by, "architecture"] if by else ["architecture"]
     table = rows.pivot_table(index=index, columns="metric", values="value", aggfunc="first")
@@ -158,4 +194,14 @@ def readable(
     table.columns = [heading(m) for m in table.columns]
     table.columns.name = None
     table.index.names = [heading(name) for name in index]
+    # Architectures in the order the figures' legends give them, not alphabetical.
+    order = {label(a): k for k, a in enumerate(LABELS)}
+    table = table.sort_index(
+        level=list(range(table.index.nlevels)),
+        key=lambda level: (
+            level.map(lambda n: order.get(n, len(order)))
+            if level.name == heading("architecture")
+            else level
+        ),
+    )
     return whole_numbers(table)

@@ -85,7 +85,7 @@ upgrade = labsim.scenarios.build(
     at_s=UPGRADE_AT_S,
 )
 runs = {name: labsim.simulate(upgrade, name, seed=SEED) for name in ARCHITECTURES}
-runs["mrtr"].events.head(8)
+tables.events(runs["mrtr"].events.head(8))
 
 # %% [markdown]
 # The same rollout as a picture, one row per replica, for each architecture:
@@ -176,11 +176,11 @@ wire.show(skewed.rounds[1].response)
 # %%
 workload = upgrade.workload
 think = stats.lognorm(s=workload.think_sigma, scale=workload.think_median_s)
-timeouts = np.array(DRAIN_TIMEOUTS_S, dtype=float)
+timeouts = np.array(DRAIN_TIMEOUTS_S)
 still_thinking = pd.DataFrame(
     {
         "drain timeout (s)": timeouts,
-        "users still thinking (%)": 100 * think.sf(timeouts),
+        "users still thinking (%)": 100 * think.sf(timeouts.astype(float)),
     }
 ).set_index("drain timeout (s)")
 still_thinking.round(1)

@@ -115,7 +115,7 @@ while True:
     if done:
         break
 moved = pd.DataFrame(rounds, index=pd.RangeIndex(1, len(rounds) + 1, name="round"))
-moved
+moved.round(1)
 
 # %% [markdown]
 # Every round but the last is a state-only `input_required`: nothing to ask the user, so
@@ -206,7 +206,7 @@ def spike_run(policy: str, architecture: str = "mrtr", **overrides) -> RunSpec:
 POLICIES = ("none", "reject-503", "mrtr-offload")
 timelines = {policy: labsim.simulate(spike_run(policy).params, "mrtr", SEED) for policy in POLICIES}
 spike = timelines["none"].events.query("kind in ['spike-start', 'spike-end']")
-spike
+tables.events(spike)
 
 # %%
 POLICY_COLOURS = {"none": "tab:grey", "reject-503": "tab:red", "mrtr-offload": "tab:blue"}

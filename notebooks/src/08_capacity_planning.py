@@ -57,6 +57,7 @@ import numpy as np
 import pandas as pd
 import tables
 from answers import hidden_answer
+from IPython.display import display
 from scipy import stats
 
 import labsim
@@ -150,7 +151,7 @@ held = pd.DataFrame(rows).set_index("KiB per held call")
 ax = held[["cpu", "memory", "connections"]].plot(marker="o", logx=True, figsize=(6, 3.5))
 ax.set_ylabel("replicas needed (sticky)")
 plt.show()
-held
+held.add_prefix("replicas needed for ")
 
 # %% [markdown]
 # ## 3. Autoscaling: a fleet that follows the load
@@ -190,7 +191,7 @@ plt.show()
 # and cut them at the drain timeout:
 
 # %%
-summary = pd.DataFrame(
+summary = tables.columns(
     {
         tables.label(a): {
             "replica-hours": r.summary["replica_hours"],
@@ -202,9 +203,10 @@ summary = pd.DataFrame(
             "p95 server latency (ms)": r.summary["p95_latency_s"] * 1e3,
         }
         for a, r in runs.items()
-    }
+    },
+    digits=3,
 )
-summary.round(3)
+summary
 
 # %% [markdown]
 # ## 4. Think time against the requestState lifetime
@@ -259,8 +261,13 @@ ttl.round(3)
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
     roomy = PlanRequest(RATE_PER_S, 1.0, SLO_P95_MS, 4.0, 4096, replications=1, measure_s=60.0)
-    for architecture in ARCHITECTURES:
-        print(architecture, first_guess(roomy, base, architecture))
+    guesses = {
+        tables.label(a): {
+            f"replicas for {limit}": n for limit, n in first_guess(roomy, base, a).items()
+        }
+        for a in ARCHITECTURES
+    }
+    display(tables.columns(guesses))
     # Every architecture is now sized by its CPU: the held calls are few (Little's law with
     # 1 s of thinking), so the three fleets land within a replica of each other.
 
