@@ -5,8 +5,10 @@
   approach); timed in interleaved repeats so a burst elsewhere on the machine hits both.
 - one `tools/call` through each ASGI app (the bare endpoint, the lab's server), no sockets.
 
-Each figure is the best of several repeats: the least disturbed by the rest of a shared
-machine. Compare figures from the same run only.
+Each figure is the best of several repeats, timed in the measuring thread's own CPU time
+(`time.thread_time`), so time the machine gave to other work while the loop ran does not
+count: the least disturbed figure a shared machine gives. Compare figures from the same
+run only.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ def _best_us(timers: dict[str, Callable[[], object]], number: int, repeat: int) 
     best = dict.fromkeys(timers, float("inf"))
     for _ in range(repeat):
         for name, fn in timers.items():
-            best[name] = min(best[name], timeit.timeit(fn, number=number) / number * 1e6)
+            elapsed = timeit.timeit(fn, number=number, timer=time.thread_time)
+            best[name] = min(best[name], elapsed / number * 1e6)
     return best
 
 
@@ -173,7 +176,7 @@ async def _asgi_loop(app: Any, timed: Round, body: bytes, number: int) -> float:
 
     for _ in range(min(200, number)):
         await one()
-    started = time.perf_counter()
+    started = time.thread_time()
     for _ in range(number):
         await one()
-    return (time.perf_counter() - started) / number
+    return (time.thread_time() - started) / number
