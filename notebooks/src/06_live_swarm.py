@@ -59,12 +59,12 @@ import httpx
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import swarm_figures
 import tables
 from answers import hidden_answer
 from IPython.display import display
 
 import labsim
-from labsim import plots
 from loadtest.cluster import Cluster
 from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.haproxy import HAProxy
@@ -264,47 +264,7 @@ measured
 # (solid).
 
 # %%
-EVENT_STYLES = {"drain": ":", "stop": "--", "ready": "-"}
-fig, axes = plt.subplots(
-    max(len(summaries), 1), 1, figsize=(9, 2.6 * max(len(summaries), 1)), sharex=True, squeeze=False
-)
-for ax, (arch, summary) in zip(axes[:, 0], summaries.items(), strict=False):
-    timeline = pd.DataFrame(summary["timeline"])
-    ax.bar(
-        timeline["t"] + 0.5,
-        timeline["completed"],
-        width=0.9,
-        color=plots.COLOURS[arch],
-        alpha=0.6,
-        label="completed in that second",
-    )
-    ax.plot(
-        timeline["t"] + 0.5,
-        timeline["in_flight"],
-        color="black",
-        marker=".",
-        label="calls open during that second",
-    )
-    for fault in summary["faults"]:
-        if fault["event"] in EVENT_STYLES:
-            ax.axvline(
-                fault["t"], color="grey", linestyle=EVENT_STYLES[fault["event"]], linewidth=1
-            )
-    ax.set_ylabel("calls")
-    ax.set_title(f"{tables.label(arch)}: rolling upgrade from {UPGRADE_AT_S:g} s")
-    ax.grid(True, axis="y", alpha=0.3)
-    events = [
-        plt.Line2D([], [], color="grey", linestyle=style, label=f"a replica: {event}")
-        for event, style in EVENT_STYLES.items()
-    ]
-    ax.legend(
-        handles=ax.get_legend_handles_labels()[0] + events,
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        fontsize="small",
-    )
-axes[-1, 0].set_xlabel("time since the swarm started (s)")
-fig.tight_layout()
+swarm_figures.timelines(summaries, f"rolling upgrade from {UPGRADE_AT_S:g} s")
 plt.show()
 
 # %% [markdown]
@@ -316,23 +276,7 @@ plt.show()
 # And the latency each user felt, think time taken out:
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 4))
-for arch, summary in summaries.items():
-    calls = pd.DataFrame(summary["calls"])
-    latency = np.sort(calls.loc[calls["outcome"] == "completed", "latency_ms"])
-    ax.step(
-        latency,
-        np.arange(1, len(latency) + 1) / len(latency),
-        where="post",
-        color=plots.COLOURS[arch],
-        label=tables.label(arch),
-    )
-ax.set_xscale("log")
-ax.set_xlabel("latency per call, think time taken out (ms, log scale)")
-ax.set_ylabel("fraction of completed calls")
-ax.set_title("Measured latency during the rolling upgrade")
-ax.grid(True, which="both", alpha=0.3)
-ax.legend()
+swarm_figures.latency_cdf(summaries, "Measured latency during the rolling upgrade")
 plt.show()
 
 # %% [markdown]
@@ -473,39 +417,20 @@ side_by_side = pd.concat(
 side_by_side.astype(float).round(2)
 
 # %%
-fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-names = list(predicted.index)
-x = np.arange(len(names))
-for ax, metric in zip(
-    axes, ["completed per second", "answers asked again", "upgrade duration (s)"], strict=True
-):
-    spread = [predicted_runs[arch][SHOWN[metric]].std() for arch in ARCHITECTURES]
-    ax.bar(
-        x - 0.2,
-        predicted[metric],
-        0.4,
-        yerr=spread,
-        capsize=3,
-        color="lightgrey",
-        edgecolor="black",
-        label="simulated (mean, ±1 sd of runs)",
-    )
-    ax.bar(
-        x + 0.2,
-        measured.reindex(names)[metric].astype(float),
-        0.4,
-        color=[plots.COLOURS[arch] for arch in ARCHITECTURES],
-        label="measured",
-    )
-    ax.set_xticks(x, names, rotation=15)
-    ax.set_ylabel(metric)
-    ax.set_title(metric[0].upper() + metric[1:].split(" (")[0])
-    ax.grid(True, axis="y", alpha=0.3)
-fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2)
-fig.suptitle(
-    f"Live swarm ({USERS} users, {REPLICAS} replicas, {SWARM_S:g} s) against the simulation"
+metrics = ["completed per second", "answers asked again", "upgrade duration (s)"]
+spread = pd.DataFrame(
+    {
+        tables.label(a): {m: predicted_runs[a][SHOWN[m]].std() for m in metrics}
+        for a in ARCHITECTURES
+    }
+).T
+swarm_figures.against_simulation(
+    predicted,
+    spread,
+    measured,
+    metrics,
+    f"Live swarm ({USERS} users, {REPLICAS} replicas, {SWARM_S:g} s) against the simulation",
 )
-fig.tight_layout(rect=(0, 0.08, 1, 1))
 plt.show()
 
 # %% [markdown]
