@@ -4,7 +4,9 @@
 server and writes what the model needs to know about it: the memory a held
 legacy call adds to a replica, the CPU of a round and of sealing and opening a
 `requestState`, the bytes of a request and a response, and the time a round
-spends on the wire. The defaults in `labsim.params` are the values of the file
+spends on the wire, and the memory of an idle replica (`replica`, which
+`labsim plan` adds to its held calls). The defaults in `labsim.params` (and
+`labsim.capacity` for the replica) are the values of the file
 shipped with the package (a test holds them equal); `--params FILE` on the
 command line, or `load` and `apply` from Python, use another measurement.
 
@@ -12,6 +14,7 @@ The file's format:
 
     {"command": "...", "measured_at": "ISO UTC",
      "values": {"held_call_bytes": int, "request_overhead_s": float, ...},
+     "replica": {"base_memory_bytes": int},
      "details": {...}}
 """
 
@@ -38,6 +41,8 @@ MEASURED_FIELDS: dict[str, type] = {
     "network_rtt_s": float,
     "network_rtt_cv": float,
 }
+#: What the file says about a replica itself, outside the simulation's parameters.
+REPLICA_FIELDS: dict[str, type] = {"base_memory_bytes": int}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class Measurement:
     measured_at: str
     values: dict[str, float | int]
     details: dict[str, Any]
+    replica: dict[str, int]
 
     def overrides(self) -> dict[str, float | int]:
         """The values as `SimParams.with_overrides` keywords."""
@@ -72,11 +78,17 @@ def parse(payload: dict[str, Any], source: str = "parameter file") -> Measuremen
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise ParameterError(f"{source}: {name} must be a number >= 0, got {value!r}")
         checked[name] = kind(value)
+    replica = payload.get("replica") or {}
+    if not isinstance(replica, dict) or not all(
+        isinstance(replica.get(name), int) and replica[name] > 0 for name in REPLICA_FIELDS
+    ):
+        raise ParameterError(f"{source}: 'replica' must give {', '.join(REPLICA_FIELDS)} > 0")
     return Measurement(
         command=str(payload.get("command", "")),
         measured_at=str(payload.get("measured_at", "")),
         values=checked,
         details=dict(payload.get("details") or {}),
+        replica={name: replica[name] for name in REPLICA_FIELDS},
     )
 
 

@@ -15,6 +15,9 @@ processes (real uvicorn, real HAProxy, real Redis for the store) this measures:
 - `network_rtt_s`, `network_rtt_cv`: per-round delay outside the replica's CPU (client,
   HAProxy, loopback), from one client's round latencies through the balancer with no
   queueing, minus the CPU per round: its mean and coefficient of variation.
+
+And, for `labsim plan`'s memory limit, `replica.base_memory_bytes`: the resident memory of
+a replica that has served calls and holds none (its RSS during the idle stretch).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from loadtest.bench import seal_open_microbench
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
 from loadtest.flows import run_mrtr_flow
-from loadtest.held_memory import measure_held_calls
+from loadtest.held_memory import measure_held_calls, rss_bytes
 from loadtest.http_interface import HttpReply, Post
 from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 from loadtest.simulated_user import ThinkTime, tool_arguments
@@ -108,13 +111,17 @@ def measure_rounds(stretch_s: float, progress: Callable[[str], None]) -> dict[st
     config = LoadTestConfig(arch="mrtr", replicas=1, pin_cores=True)
     tools = config.tool_mix
     with Cluster(config) as cluster:
-        meter = CpuMeter(r.pid for r in cluster.replicas.values() if r.pid)
+        (replica,) = cluster.replicas.values()
+        assert replica.pid is not None
+        meter = CpuMeter([replica.pid])
         drive(cluster.url, tools, 1, min(stretch_s, 1.0))  # warm-up: imports, caches
         stretches: list[CpuStretch] = []
         progress(f"rounds: idle replica for {stretch_s:g} s")
         meter.start()
         time.sleep(stretch_s)
         stretches.append(meter.stop(0))
+        # Warmed up and holding nothing: what a replica weighs before any held call.
+        base_memory = rss_bytes(replica.pid)
         logs = []
         for threads in (1, BUSY_THREADS):
             progress(f"rounds: {threads} client(s) for {stretch_s:g} s")
@@ -130,6 +137,7 @@ def measure_rounds(stretch_s: float, progress: Callable[[str], None]) -> dict[st
     return {
         "cpu_per_round_s": per_round_s,
         "idle_cpu_per_s": idle_cpu,
+        "base_memory_bytes": base_memory,
         "stretches": [vars(s) for s in stretches],
         "rounds_per_s": [s.rounds / s.span_s for s in stretches],
         "replica_utilization": [s.cpu_s / s.span_s for s in stretches],
@@ -182,6 +190,7 @@ def run_measure(
             "network_rtt_s": _figure(rounds["network_delay_s"]["mean"]),
             "network_rtt_cv": _figure(rounds["network_delay_s"]["cv"]),
         },
+        "replica": {"base_memory_bytes": rounds["base_memory_bytes"]},
         "details": {"held_calls": held, "rounds": rounds, "request_state": state},
     }
 

@@ -10,6 +10,7 @@ import pytest
 
 from labsim import measured
 from labsim.__main__ import _overrides
+from labsim.capacity import PlanRequest
 from labsim.params import ParameterError, SimParams
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +31,9 @@ def test_the_defaults_are_the_shipped_measurement() -> None:
     assert set(shipped.values) == set(measured.MEASURED_FIELDS)
     for name, value in shipped.values.items():
         assert _default_of(name) == pytest.approx(value), name
+    # `labsim plan`'s base memory of a replica is the measured one.
+    base = next(f for f in dataclasses.fields(PlanRequest) if f.name == "base_memory_bytes")
+    assert base.default == shipped.replica["base_memory_bytes"]
 
 
 def test_the_defaults_cite_the_file_and_the_docs_list_every_measured_value() -> None:
@@ -57,9 +61,15 @@ def test_another_file_changes_the_parameters(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("values", "message"),
-    [({"held_call_bytes": 1}, "missing values"), (None, "no 'values'")],
+    [
+        ({"held_call_bytes": 1}, "missing values"),
+        (None, "no 'values'"),
+        ("shipped", "'replica' must give base_memory_bytes"),
+    ],
 )
 def test_a_bad_file_is_a_parameter_error(tmp_path: Path, values: object, message: str) -> None:
+    if values == "shipped":  # every value, but no replica
+        values = json.loads(measured.DEFAULT_PATH.read_text())["values"]
     path = tmp_path / "bad.json"
     path.write_text(json.dumps({"values": values}))
     with pytest.raises(ParameterError, match=message):

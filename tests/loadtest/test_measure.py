@@ -34,6 +34,8 @@ def check_format(document: dict) -> None:
     for name, kind in MEASURED_FIELDS.items():
         assert isinstance(document["values"][name], kind), name
         assert document["values"][name] > 0, name
+    # An idle replica: a Python process with its libraries, tens of megabytes.
+    assert 10e6 < document["replica"]["base_memory_bytes"] < 1e9
 
 
 def test_the_committed_parameter_file_is_a_measurement_in_the_agreed_format() -> None:
