@@ -68,7 +68,7 @@ async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: i
     declared = headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit_bytes:
         raise BodyTooLarge()
-    chunks = []
+    chunks: list[bytes] = []
     size = 0
     while True:
         message = await request.receive()
