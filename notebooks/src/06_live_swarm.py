@@ -499,15 +499,15 @@ with hidden_answer():
     # protect the users and slow the rollout.
 
 # %% [markdown] tags=["exercise"]
-# **Exercise 3.** `replica_share` in each summary counts the requests each replica
-# served. How evenly did the load balancer spread them for each architecture? Compute the
+# **Exercise 3.** `per_replica` in each summary counts the HTTP requests each replica
+# served (from the balancer's `X-Served-By` header). How evenly did the load balancer spread them for each architecture? Compute the
 # busiest replica's share divided by the fair share `1 / REPLICAS`. Why can a sticky
 # balancer not spread as evenly?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
     for arch, summary in summaries.items():
-        share = pd.Series(summary["replica_share"], dtype=float)
+        share = pd.Series({r: v["requests"] for r, v in summary["per_replica"].items()})
         share = share / share.sum()
         print(
             f"{tables.label(arch)}: busiest replica {share.max():.0%} of requests "
