@@ -105,12 +105,13 @@ class RunningTarget(ChildProcess):
             self.stop()
             raise
 
-    def cpu_s(self) -> float:
-        """CPU seconds the server process (every thread of it) has used so far."""
+    def cpu_s(self) -> tuple[float, float]:
+        """CPU seconds the server process (every thread of it) has used so far: user, kernel."""
         assert self.process is not None
         with open(f"/proc/{self.process.pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick_s = 1 / os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) * tick_s, int(fields[12]) * tick_s
 
     def timed(self, kind: str, *, duration_s: float, connections: int) -> dict[str, float]:
         """One wrk run of round `kind`, with the server's CPU time per request.
@@ -118,10 +119,18 @@ class RunningTarget(ChildProcess):
         CPU per request is what a server costs whatever else runs on the machine: where
         other work takes part of the core, req/s falls but CPU per request hardly moves.
         """
-        before = self.cpu_s()
+        user_before, kernel_before = self.cpu_s()
         timed = self.rounds[kind]
         sample = run_wrk(self.url, timed, duration_s=duration_s, connections=connections)
-        sample["cpu_us_per_request"] = (self.cpu_s() - before) / sample["requests"] * 1e6
+        user_s, kernel_s = self.cpu_s()
+        per_request_us = 1e6 / sample["requests"]
+        # The kernel's share (sockets, loopback TCP, epoll) apart from the process's own
+        # user time: what a faster request path can cut is the user part.
+        sample["user_us_per_request"] = (user_s - user_before) * per_request_us
+        sample["kernel_us_per_request"] = (kernel_s - kernel_before) * per_request_us
+        sample["cpu_us_per_request"] = (
+            sample["user_us_per_request"] + sample["kernel_us_per_request"]
+        )
         return sample
 
 
@@ -275,7 +284,7 @@ def print_report(report: dict[str, Any]) -> None:
     tails = report["p99_over_p50"]
     print(
         f"{'round':<7} {'server':<8} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99/p50':>8} "
-        f"{'CPU us/req':>10}"
+        f"{'CPU us/req':>10} {'user':>5} {'kernel':>6}"
     )
     for kind in KINDS:
         for name, kinds in servers.items():
@@ -283,7 +292,9 @@ def print_report(report: dict[str, Any]) -> None:
             print(
                 f"{kind:<7} {name:<8} {r['requests_per_s']:>8.0f} {r['p50_ms']:>7.2f} "
                 f"{r['p99_ms']:>7.2f} {tails[kind][name]:>8.1f} "
-                f"{r.get('cpu_us_per_request', float('nan')):>10.0f}"
+                f"{r.get('cpu_us_per_request', float('nan')):>10.0f} "
+                f"{r.get('user_us_per_request', float('nan')):>5.0f} "
+                f"{r.get('kernel_us_per_request', float('nan')):>6.0f}"
             )
     peers = [peer for peer in servers if peer != "lab"]
     print("lab's req/s over each peer's, median of per-pass ratios (min-max over passes):")
