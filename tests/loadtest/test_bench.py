@@ -120,6 +120,10 @@ def test_bench_smoke_reports_every_round_ratio_and_tail() -> None:
         assert set(server) == set(KINDS)
         for sample in server.values():
             assert sample["requests_per_s"] > 0 and sample["wrong"] == 0
+            # CPU per request is the process's user time plus the kernel's on its behalf.
+            user, kernel = sample["user_us_per_request"], sample["kernel_us_per_request"]
+            assert user > 0 and kernel >= 0
+            assert sample["cpu_us_per_request"] == pytest.approx(user + kernel)
     assert set(report["ratios"]) == {f"lab/bare {kind}" for kind in KINDS}
     assert set(report["p99_over_p50"]["shed"]) == {"bare", "lab", "lab/bare"}
 
