@@ -500,9 +500,9 @@ with hidden_answer():
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** `per_replica` in each summary counts the HTTP requests each replica
-# served (from the balancer's `X-Served-By` header). How evenly did the load balancer spread them for each architecture? Compute the
-# busiest replica's share divided by the fair share `1 / REPLICAS`. Why can a sticky
-# balancer not spread as evenly?
+# served (from the balancer's `X-Served-By` header). How evenly did the load balancer
+# spread them for each architecture? Compute the busiest replica's share divided by the
+# fair share `1 / REPLICAS`. Why can a sticky balancer not spread as evenly?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
