@@ -41,21 +41,14 @@ def _require(condition: bool, message: str) -> None:
         raise ParameterError(message)
 
 
-def _check_non_negative(owner: object, *names: str) -> None:
+def _check_numbers(owner: object, *names: str, positive: bool = False) -> None:
+    """Each named field is a number >= 0, or > 0 when `positive`."""
     for name in names:
         value = getattr(owner, name)
+        number = isinstance(value, int | float) and not math.isnan(value)
         _require(
-            isinstance(value, int | float) and not math.isnan(value) and value >= 0,
-            f"{name} must be a number >= 0, got {value!r}",
-        )
-
-
-def _check_positive(owner: object, *names: str) -> None:
-    for name in names:
-        value = getattr(owner, name)
-        _require(
-            isinstance(value, int | float) and not math.isnan(value) and value > 0,
-            f"{name} must be a number > 0, got {value!r}",
+            number and (value > 0 if positive else value >= 0),
+            f"{name} must be a number {'>' if positive else '>='} 0, got {value!r}",
         )
 
 
@@ -83,8 +76,8 @@ class ServiceTime:
     cv: float = 1.0  # lognormal spread (std / mean); the exponential's own value
 
     def __post_init__(self) -> None:
-        _check_non_negative(self, "mean_s")
-        _check_positive(self, "cv")
+        _check_numbers(self, "mean_s")
+        _check_numbers(self, "cv", positive=True)
         _require(
             self.kind in SERVICE_TIME_KINDS,
             f"service time kind must be one of {', '.join(SERVICE_TIME_KINDS)}, got {self.kind!r}",
@@ -119,11 +112,11 @@ class WorkloadParams:
     response_bytes: int = 320  # measured.json: mean JSON-RPC response body per round
 
     def __post_init__(self) -> None:
-        _check_positive(self, "arrival_rate_per_s", "think_median_s", "think_sigma", "session_s")
-        _require(self.calls_per_session >= 1, "calls_per_session must be >= 1")
-        _check_non_negative(
-            self, "request_overhead_s", "think_scale", "request_bytes", "response_bytes"
+        _check_numbers(
+            self, "arrival_rate_per_s", "think_median_s", "think_sigma", "session_s", positive=True
         )
+        _require(self.calls_per_session >= 1, "calls_per_session must be >= 1")
+        _check_numbers(self, "request_overhead_s", "think_scale", "request_bytes", "response_bytes")
         _check_fraction(self, "never_answer_fraction")
         _require(
             isinstance(self.round_cpu, ServiceTime),
@@ -161,8 +154,8 @@ class ClientParams:
     cut_noticed_on_answer: bool = False
 
     def __post_init__(self) -> None:
-        _check_positive(self, "answer_timeout_s")
-        _check_non_negative(
+        _check_numbers(self, "answer_timeout_s", positive=True)
+        _check_numbers(
             self,
             "retry_backoff_s",
             "max_retries",
@@ -207,8 +200,10 @@ class ClusterParams:
                 isinstance(value, int) and value >= 1,
                 f"{name} must be an integer >= 1, got {value!r}",
             )
-        _check_positive(self, "vcpus_per_replica", "memory_gb_per_replica", "lb_idle_timeout_s")
-        _check_non_negative(
+        _check_numbers(
+            self, "vcpus_per_replica", "memory_gb_per_replica", "lb_idle_timeout_s", positive=True
+        )
+        _check_numbers(
             self,
             "sse_keepalive_s",
             "held_call_bytes",
@@ -246,8 +241,8 @@ class StoreParams:
     billed_gb: float = 1.0  # ElastiCache Serverless (Redis OSS) meters at least 1 GB
 
     def __post_init__(self) -> None:
-        _check_non_negative(self, "round_trip_s", "op_service_s", "ops_per_answer", "ecpus_per_op")
-        _check_non_negative(self, "billed_gb")
+        _check_numbers(self, "round_trip_s", "op_service_s", "ops_per_answer", "ecpus_per_op")
+        _check_numbers(self, "billed_gb")
 
 
 @dataclass(frozen=True)
@@ -276,8 +271,8 @@ class TaskParams:
 
     def __post_init__(self) -> None:
         _check_fraction(self, "persistent_share")
-        _check_positive(self, "lease_s", "poll_interval_s", "ttl_s")
-        _check_non_negative(
+        _check_numbers(self, "lease_s", "poll_interval_s", "ttl_s", positive=True)
+        _check_numbers(
             self,
             "work_s",
             "store_timeout_s",
@@ -304,11 +299,11 @@ class StateParams:
     reexecution_fraction: float = 0.0  # assumption: earlier rounds not redone; 1 = rerun from top
 
     def __post_init__(self) -> None:
-        _check_non_negative(
+        _check_numbers(
             self, "seal_cpu_s", "open_cpu_s", "base_bytes", "bytes_per_answer", "checkpoint_bytes"
         )
-        _check_non_negative(self, "reexecution_fraction")
-        _check_positive(self, "state_ttl_s")
+        _check_numbers(self, "reexecution_fraction")
+        _check_numbers(self, "state_ttl_s", positive=True)
 
 
 @dataclass(frozen=True)
@@ -322,7 +317,7 @@ class CostParams:
     egress_usd_per_gb: float = 0.09  # AWS data transfer out, first 10 TB tier
 
     def __post_init__(self) -> None:
-        _check_non_negative(
+        _check_numbers(
             self,
             "vcpu_hour_usd",
             "gb_hour_usd",
@@ -355,8 +350,8 @@ class SimParams:
     sample_every_s: float = 5.0  # time-series resolution, fine enough to see a fault
 
     def __post_init__(self) -> None:
-        _check_positive(self, "horizon_s", "sample_every_s")
-        _check_non_negative(self, "warmup_s")
+        _check_numbers(self, "horizon_s", "sample_every_s", positive=True)
+        _check_numbers(self, "warmup_s")
         _require(
             self.warmup_s < self.horizon_s,
             f"warmup_s ({self.warmup_s}) must be shorter than horizon_s ({self.horizon_s})",
