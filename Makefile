@@ -50,8 +50,11 @@ system-packages:
 	@.ci/system-packages
 
 # JupyterLab refuses to run as root unless told; set-up as root is common on lab machines.
+# JupyterLab lists each notebook once: its jupytext twin NN_name.py is hidden.
+HIDE_TWINS = --ContentsManager.hide_globs="['__pycache__','*.pyc','[0-9][0-9]_*.py']"
+
 lab: setup
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(HIDE_TWINS) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 test: setup
 	$(BIN)/ruff check .

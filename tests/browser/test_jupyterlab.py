@@ -3,7 +3,7 @@
 JupyterLab serves a copy of notebooks/ (running a notebook must not write outputs into the
 committed one). The notebook runs with QUICK=1 in its kernel; afterwards every solution cell
 shows only its "Show the answer" button, and pressing one shows that answer. The file
-browser lists each notebook once: the jupytext twins live in notebooks/src/.
+browser lists each notebook once: JupyterLab hides the jupytext twins, as `make lab` does.
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
+        "--ContentsManager.hide_globs=['__pycache__','*.pyc','[0-9][0-9]_*.py']",
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
     ]

@@ -1,6 +1,6 @@
-"""The notebooks: each `.ipynb` and its text twin in `src/` agree, carry no outputs, teach in
-the agreed shape (goals, parameters, exercises whose solutions hide code and answer), and run
-top to bottom
+"""The notebooks: each `.ipynb` and its twin `NN_name.py` beside it agree, carry no outputs,
+teach in the agreed shape (goals, parameters, exercises whose solutions hide code and
+answer), and run top to bottom
 in a fresh kernel on the project's Python with QUICK=1, with at least two figures (the seconds
 each took are recorded, not asserted: the machine is shared)."""
 
@@ -24,9 +24,8 @@ from loadtest.haproxy import HAProxy
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = ROOT / "notebooks"
 #: The jupytext twins, out of the notebooks' folder so that JupyterLab lists each notebook once.
-TWINS_DIR = NOTEBOOKS_DIR / "src"
-NOTEBOOKS = sorted(TWINS_DIR.glob("[0-9][0-9]_*.py"))
-PAIRING = "ipynb,src//py:percent"
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
+PAIRING = "ipynb,py:percent"
 #: Notebooks that start a real cluster (HAProxy, Redis) and a Locust swarm.
 LIVE = {"06_live_swarm"}
 #: A bound on one cell, so a hung kernel fails the test instead of stalling the suite. It is
@@ -59,7 +58,6 @@ def tagged(notebook: nbformat.NotebookNode, tag: str) -> list[nbformat.NotebookN
 def test_there_are_notebooks_and_each_has_its_pair() -> None:
     assert len(NOTEBOOKS) >= 6
     assert {p.stem for p in NOTEBOOKS_DIR.glob("*.ipynb")} == {p.stem for p in NOTEBOOKS}
-    assert not list(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py")), "twins belong in src/"
 
 
 def test_the_folder_pairs_new_notebooks_the_same_way() -> None:

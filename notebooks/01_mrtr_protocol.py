@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: ipynb,src//py:percent
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -514,7 +514,7 @@ client_b.close()
 # answer), send round 2 to B, and print the result. What happens if your client does not
 # declare the sampling capability (a `Handlers` without `sample`)?
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 with hidden_answer():
     from server.client import sampled
 
@@ -546,7 +546,7 @@ with hidden_answer():
 # it? Then build the `Origin` the server would compute for that call and try
 # `sealer.open` on it directly (use a `StateSealer` with `STATE_KEY`).
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 with hidden_answer():
     from server.mrtr.state import StateError
 
@@ -575,7 +575,7 @@ with hidden_answer():
 # (hint: `crunch` with a replica that sheds work, `replica_app("C", shed_every_units=1000)`,
 # and `units=5000`). Why does that one need a state from the start?
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% jupyter={"outputs_hidden": true, "source_hidden": true} tags=["solution"]
 with hidden_answer():
     print(
         "round 1 of update_work_item returned a state of",
