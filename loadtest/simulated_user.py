@@ -11,6 +11,10 @@ from typing import Any
 
 Sleep = Callable[[float], None]
 
+#: Share of users who resolve a work item as a duplicate, so that `update_work_item`
+#: asks its second question (`duplicate_of`).
+DUPLICATE_SHARE = 0.5
+
 
 def tool_arguments(
     tool: str,
@@ -51,8 +55,8 @@ def answer_for(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for name, spec in (params.get("requestedSchema") or {}).get("properties", {}).items():
         if "enum" in spec:
-            # Half the users mark duplicates, so update_work_item takes its second round.
-            content[name] = "Duplicate" if rng.random() < 0.5 else spec["enum"][0]
+            # Some users mark duplicates, so update_work_item takes its second round.
+            content[name] = "Duplicate" if rng.random() < DUPLICATE_SHARE else spec["enum"][0]
         elif spec.get("type") in ("number", "integer"):
             content[name] = rng.randint(1, 9999)
         elif spec.get("type") == "boolean":

@@ -65,6 +65,7 @@ from answers import hidden_answer
 from IPython.display import display
 
 import labsim
+from loadtest import scenario_twin
 from loadtest.cluster import Cluster
 from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.haproxy import HAProxy
@@ -298,90 +299,32 @@ plt.show()
 
 # %%
 base = config["mrtr"]
-# How often a user stops to think in each tool, with the probability of each count.
-# update_work_item asks a second time when the answer is "Duplicate", which half of the
-# swarm's users give; ask_capital asks for a login and a sample (the client's LLM).
-THINK_STOPS = {
-    "mrtr": {
-        "get_weather": {1: 1.0},
-        "ask_capital": {1: 1.0},
-        "link_accounts": {1: 1.0},
-        "update_work_item": {1: 0.5, 2: 0.5},
-    },
-    "legacy": {
-        "get_weather": {1: 1.0},
-        "ask_capital": {2: 1.0},
-        "link_accounts": {2: 1.0},
-        "update_work_item": {1: 0.5, 2: 0.5},
-    },
+twin = {
+    arch: scenario_twin.twin_inputs(config[arch], summaries.get(arch)) for arch in ARCHITECTURES
 }
-weights = pd.Series(base.tool_mix) / sum(base.tool_mix.values())
-mean_think_s = THINK_MEDIAN_S * np.exp(base.think_time_sigma**2 / 2)
-
-
-def simulation_inputs(arch: str) -> dict:
-    """The simulation's inputs for one architecture: parameters, and what was calibrated."""
-    stops = THINK_STOPS["mrtr" if arch == "mrtr" else "legacy"]
-    two = sum(weights[tool] * counts.get(2, 0.0) for tool, counts in stops.items())
-    summary = summaries.get(arch)
-    if summary is not None:
-        calls = pd.DataFrame(summary["calls"])
-        done = calls[calls["outcome"] == "completed"]
-        server_s_per_call = done["latency_ms"].mean() / 1e3
-        rounds_per_call = (1 - two) * 2 + two * 3  # question rounds plus the final one
-        faults = summary["faults"]
-        stopped = {f["replica"]: f["t"] for f in faults if f["event"] == "stop"}
-        readied = {f["replica"]: f["t"] for f in faults if f["event"] == "ready"}
-        restart_s = float(np.mean([readied[r] - stopped[r] for r in stopped if r in readied]))
-    else:  # not run live here: round figures of the same order as a live run
-        server_s_per_call, rounds_per_call, restart_s = 0.01, 2.0, 1.0
-    cycle_s = (1 + two) * mean_think_s + server_s_per_call
-    return {
-        "share of calls with two think stops": two,
-        "server time per round, measured (ms)": server_s_per_call / rounds_per_call * 1e3,
-        "replica restart, measured (s)": restart_s,
-        "one call, thinking included (s)": cycle_s,
-        "arrival rate, by Little's law (calls/s)": USERS / cycle_s,
+inputs = pd.DataFrame(
+    {
+        arch: {
+            "think stops per call": t.think_stops_per_call,
+            "server time per round, measured (ms)": t.round_s * 1e3,
+            "replica restart, measured (s)": t.restart_s,
+            "one call, thinking included (s)": t.call_s,
+            "arrival rate, by Little's law (calls/s)": t.arrival_rate_per_s,
+            "calls per user's session": t.calls_per_session,
+        }
+        for arch, t in twin.items()
     }
-
-
-inputs = pd.DataFrame({arch: simulation_inputs(arch) for arch in ARCHITECTURES}).T
+).T
 inputs.rename(index=tables.label).round(3)
 
+# %% [markdown]
+# `loadtest.scenario_twin` turns each architecture's configuration and run into labsim's
+# parameters: the same replicas, think time, drain timeout and upgrade time, the swarm's
+# tools in the swarm's mix (labsim's model of each demo tool asks what the server asks),
+# and each user's calls in one session, as the live users keep their session cookie.
 
 # %%
-def sim_params_for(arch: str) -> labsim.SimParams:
-    """The swarm's parameters for the simulation, with this architecture's calibration."""
-    row = inputs.loc[arch]
-    two = row["share of calls with two think stops"]
-    return labsim.SimParams(
-        workload=labsim.WorkloadParams(
-            arrival_rate_per_s=row["arrival rate, by Little's law (calls/s)"],
-            tool_mix=(0.0, 1.0 - two, two),
-            round_cpu=labsim.ServiceTime(mean_s=row["server time per round, measured (ms)"] / 1e3),
-            request_overhead_s=0.0,
-            think_median_s=THINK_MEDIAN_S,
-            think_sigma=base.think_time_sigma,
-            never_answer_fraction=0.0,
-        ),
-        client=labsim.ClientParams(
-            answer_timeout_s=base.answer_timeout_s, max_call_restarts=base.max_retries
-        ),
-        cluster=labsim.ClusterParams(replicas=REPLICAS, workers_per_replica=1),
-        faults=(
-            labsim.RollingUpgrade(
-                at_s=UPGRADE_AT_S,
-                drain_timeout_s=DRAIN_TIMEOUT_S,
-                restart_s=row["replica restart, measured (s)"],
-            ),
-        ),
-        horizon_s=SWARM_S,
-        warmup_s=0.0,
-        sample_every_s=1.0,
-    )
-
-
-sim_params = {arch: sim_params_for(arch) for arch in ARCHITECTURES}
+sim_params = {arch: scenario_twin.twin_params(config[arch], twin[arch]) for arch in ARCHITECTURES}
 predicted_runs = {
     arch: labsim.replicate(params, arch, replications=SIMULATED_RUNS, seed=SEED, processes=1)
     for arch, params in sim_params.items()
@@ -447,7 +390,8 @@ plt.show()
 #   replica drains, HAProxy keeps sending that user's next calls to it, so a busy user can
 #   keep it from ever draining. Compare the measured `slowest drain (s)` with
 #   `DRAIN_TIMEOUT_S`: a drain that lasted the whole timeout was cut, not emptied. The
-#   simulation pins each call alone, and underestimates those cuts.
+#   twin gives each user's calls one session for this reason; set `calls_per_session` to
+#   1 in `sim_params["sticky"]` (exercise 4) and the simulated cuts all but vanish.
 
 # %% [markdown]
 # ## Exercises
@@ -517,3 +461,26 @@ with hidden_answer():
     # The sticky balancer keeps every request of a call (and of a user's session) on one
     # replica, so a replica's load depends on which users it happened to get and how long
     # they think; round-robin balances request by request.
+
+# %% [markdown] tags=["exercise"]
+# **Exercise 4.** The twin gives each user's calls one session, as the live users keep
+# their cookie. Simulate the sticky architecture again with every call its own session
+# (`calls_per_session=1`): how many calls are started again now, against the measured
+# count? What does that say about what a sticky balancer pins?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+with hidden_answer():
+    for per_session in (twin["sticky"].calls_per_session, 1.0):
+        params = sim_params["sticky"].with_overrides(calls_per_session=per_session)
+        runs = labsim.replicate(
+            params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1
+        )
+        print(
+            f"{per_session:.1f} calls per session: {runs['restarts'].mean():.1f} calls started "
+            f"again, {runs['re_prompts'].mean():.1f} answers asked again"
+        )
+    if "sticky" in summaries:
+        print(f"measured: {measured.loc[tables.label('sticky'), 'calls started again']:.0f}")
+    # Pinned call by call, a drained replica soon holds nothing: few calls are cut. Pinned
+    # user by user, a busy user's next calls keep arriving at the draining replica, so it
+    # still holds calls when the drain timeout strikes, and those are cut.
