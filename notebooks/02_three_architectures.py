@@ -327,12 +327,16 @@ plt.show()
 
 
 # %%
+# The sliders start at labsim's defaults (each with its source in labsim/params.py).
+STORE, COST = labsim.StoreParams(), labsim.CostParams()
+
+
 def explore(
     replicas: int = REPLICAS,
     think_median_s: float = THINK_MEDIAN_S,
-    store_round_trip_ms: float = 0.2,
-    redis_usd_per_gb_hour: float = 0.125,
-    vcpu_usd_per_hour: float = 0.04048,
+    store_round_trip_ms: float = STORE.round_trip_s * 1e3,
+    redis_usd_per_gb_hour: float = COST.store_gb_hour_usd,
+    vcpu_usd_per_hour: float = COST.vcpu_hour_usd,
 ) -> None:
     """Simulate the three architectures with these values and plot the headline numbers."""
     chosen = labsim.scenarios.build(
@@ -376,7 +380,7 @@ sliders = widgets.interactive(
         **slider,
     ),
     store_round_trip_ms=widgets.FloatLogSlider(
-        value=0.2,
+        value=STORE.round_trip_s * 1e3,
         base=10,
         min=-1,
         max=2,
@@ -385,7 +389,7 @@ sliders = widgets.interactive(
         **slider,
     ),
     redis_usd_per_gb_hour=widgets.FloatSlider(
-        value=0.125,
+        value=COST.store_gb_hour_usd,
         min=0.0,
         max=0.5,
         step=0.005,
@@ -394,7 +398,7 @@ sliders = widgets.interactive(
         **slider,
     ),
     vcpu_usd_per_hour=widgets.FloatSlider(
-        value=0.04048,
+        value=COST.vcpu_hour_usd,
         min=0.01,
         max=0.1,
         step=0.00001,
