@@ -2,7 +2,7 @@
 
 The servers (`SERVERS`):
 
-- `bare`: a Starlette endpoint that parses the body and answers JSON, the stack's ceiling;
+- `bare`: a bare Starlette endpoint (one route) that parses the body and answers JSON;
 - `lab`: the lab's server;
 - `sdk`: the same tools on the official Python SDK's `MCPServer` (it seals state itself);
 - `ts`, `ts-hmac`: the same tools on the official TypeScript SDK v2 server, its per-request

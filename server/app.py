@@ -2,8 +2,10 @@
 
 The request path, top to bottom, is `McpServer.post`: check the host, read the body,
 authenticate, parse JSON-RPC, check the 2026-07-28 transport rules, dispatch the method,
-encode the result. Everything a replica needs (catalog, sealer, keys, metrics) hangs off
-one `McpServer`; replicas share nothing but their configuration.
+encode the result. POST /mcp reaches it as a raw ASGI app (`McpServer.serve_post`), not
+through Starlette's router (`server.transport.routing`). Everything a replica needs
+(catalog, sealer, keys, metrics) hangs off one `McpServer`; replicas share nothing but
+their configuration.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from server.config import ServerConfig
 from server.core.call import Call, Method
@@ -45,6 +48,7 @@ from server.tools.demo import demo_catalog
 from server.transport import streamable as transport
 from server.transport.auth import ANONYMOUS, Authenticator
 from server.transport.guard import Guard, Refused
+from server.transport.routing import McpApp
 
 log = logging.getLogger("server")
 #: Methods whose handlers may send progress or log notifications before their result.
@@ -147,14 +151,29 @@ class McpServer:
         """Requests this replica is serving now."""
         return self.dispatcher.in_flight
 
-    async def post(self, request: Request) -> Response:
-        """Serve one JSON-RPC message POSTed to /mcp."""
+    async def serve_post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """POST /mcp as an ASGI app: serve the message and send the answer.
+
+        Nothing above this catches errors (Starlette's middlewares are not on this path):
+        a bug anywhere below still answers a JSON-RPC 500 and is logged and counted, and a
+        client that left before its body arrived gets no answer, since nobody would read it.
+        """
         try:
-            headers, principal = self.guard.admit_request(request)
+            response = await self.post(scope, receive)
+        except ClientDisconnect:
+            return
+        except Exception:
+            response = self._internal_error(None)
+        await transport.send_response(response, scope, receive, send)
+
+    async def post(self, scope: Scope, receive: Receive) -> Response:
+        """Serve one JSON-RPC message POSTed to /mcp (the request's ASGI scope and channel)."""
+        try:
+            headers, principal = self.guard.admit_request(scope)
         except Refused as refused:
             return refused.response
         try:
-            body = await transport.read_body(request, headers, self.config.max_body_bytes)
+            body = await transport.read_body(receive, headers, self.config.max_body_bytes)
         except transport.BodyTooLarge:
             error = RpcError(jsonrpc.INVALID_REQUEST, "Request body too large", http_status=413)
             return transport.error_response(None, error)
@@ -162,7 +181,7 @@ class McpServer:
         try:
             payload = jsonrpc.decode(body)
             if is_legacy_request(headers, payload):
-                return await self.legacy.post(request, payload, principal)
+                return await self.legacy.post(Request(scope, receive), payload, principal)
             message = jsonrpc.parse_message(payload)
             if not isinstance(message, Message) or message.is_notification:
                 # Notifications and stray responses need no answer in a stateless server.
@@ -182,7 +201,7 @@ class McpServer:
                 headers=headers,
                 progress_token=meta.get("progressToken"),
                 log_level=meta.get(rules.META_LOG_LEVEL),
-                disconnected=request.is_disconnected,
+                disconnected=transport.Departure(receive),
             )
             if message.method in STREAMING_METHODS and (
                 call.progress_token is not None or call.log_level is not None
@@ -200,11 +219,14 @@ class McpServer:
             self.metrics.count_request(label, "error")
             return transport.error_response(jsonrpc.request_id_of(payload), error)
         except Exception:
-            # A bug must not reset the connection: the client gets a JSON-RPC error.
-            log.exception("internal error serving a request")
-            self.metrics.count_request("other", "error")
-            internal = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
-            return transport.error_response(jsonrpc.request_id_of(payload), internal)
+            return self._internal_error(payload)
+
+    def _internal_error(self, payload: Any) -> Response:
+        """A bug must not reset the connection: logged, counted, and a JSON-RPC 500."""
+        log.exception("internal error serving a request")
+        self.metrics.count_request("other", "error")
+        internal = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
+        return transport.error_response(jsonrpc.request_id_of(payload), internal)
 
     def _check_version(self, headers: Mapping[str, str], message: Message) -> dict[str, Any]:
         version = rules.header(headers, rules.VERSION_HEADER)
@@ -299,7 +321,7 @@ class McpServer:
         if not ends_legacy_session(request.headers):
             return await self.not_allowed(request)
         try:
-            _, principal = self.guard.admit_request(request)
+            _, principal = self.guard.admit_request(request.scope)
         except Refused as refused:
             return refused.response
         return await self.legacy.delete(request, principal)
@@ -308,9 +330,9 @@ class McpServer:
 def create_app(config: ServerConfig | None = None, catalog: Catalog | None = None) -> Starlette:
     """The ASGI app of one replica; `app.state.server` is its `McpServer`."""
     server = McpServer(config if config is not None else ServerConfig(), catalog)
-    app = Starlette(
+    app = McpApp(
+        post_mcp=server.serve_post,
         routes=[
-            Route("/mcp", server.post, methods=["POST"]),
             Route("/mcp", server.not_allowed, methods=["GET"]),
             Route("/mcp", server.delete, methods=["DELETE"]),
             Route("/healthz", server.healthz, methods=["GET"]),

@@ -1,7 +1,7 @@
 """Peers the lab's server is benchmarked against, doing the same tools.
 
-- `bare`: a Starlette endpoint that parses a JSON-RPC body and answers JSON, nothing else;
-  the ceiling of the uvicorn stack.
+- `bare`: a bare Starlette endpoint that parses a JSON-RPC body and answers JSON, nothing
+  else, through Starlette's router (the lab's POST /mcp skips that router).
 - `sdk`: `get_weather`, `update_work_item` and `crunch` as MRTR rounds on the official `mcp`
   SDK's `MCPServer`; what a Python user would otherwise run.
 - `typescript.mjs` (started by `typescript`): the same tools on the official TypeScript SDK

@@ -1,4 +1,8 @@
-"""The ceiling of the stack: Starlette, one POST route, parse the JSON-RPC body, answer JSON."""
+"""A bare Starlette endpoint: one POST route, parse the JSON-RPC body, answer JSON.
+
+It passes through Starlette's router and middlewares, as any Starlette route does; the
+lab's POST /mcp does not (`server.transport.routing`).
+"""
 
 from __future__ import annotations
 

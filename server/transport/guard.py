@@ -21,8 +21,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 
-from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Scope
 
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import RpcError
@@ -67,10 +67,13 @@ class Guard:
         self.allowed_origins = frozenset(normal_origin(o) for o in allowed_origins)
         self.require_auth = require_auth
 
-    def admit_request(self, request: Request) -> tuple[dict[str, str], str]:
-        """The request's headers and the principal it acts for; raises `Refused`."""
+    def admit_request(self, scope: Scope) -> tuple[dict[str, str], str]:
+        """The headers of the request in ASGI `scope` and the principal it acts for.
+
+        Raises `Refused`.
+        """
         try:
-            headers = request_headers(request)
+            headers = request_headers(scope)
         except RepeatedHeader as exc:
             raise Refused(_refusal(400, f"Bad request: {exc}")) from None
         principal = self.admit(headers)

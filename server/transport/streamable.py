@@ -1,8 +1,10 @@
-"""Streamable HTTP on Starlette: reading a POST to /mcp and writing JSON or SSE back.
+"""Streamable HTTP over ASGI: reading a POST to /mcp and writing JSON or SSE back.
 
-The request's headers once as a dict, the body within its limit, whether Host and Origin
-name this machine, and the two response shapes (one JSON message, or a stream of
-Server-Sent Events). What the headers must say is `server.protocol.headers`.
+The request's headers once as a dict, the body within its limit, whether the client has
+gone, whether Host and Origin name this machine, and the two response shapes (one JSON
+message, or a stream of Server-Sent Events). These work on the ASGI scope and channels
+directly: POST /mcp does not pass through Starlette's router (`server.transport.routing`).
+What the headers must say is `server.protocol.headers`.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.requests import ClientDisconnect, Request
+import anyio
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import RpcError
@@ -39,14 +43,14 @@ class RepeatedHeader(Exception):
         self.name = name
 
 
-def request_headers(request: Request) -> dict[str, str]:
+def request_headers(scope: Scope) -> dict[str, str]:
     """The request's headers as a plain dict (lowercase names), built once per request.
 
     Starlette's `Headers` scans its list on every lookup; the request path looks up a
     handful of headers, so one pass into a dict is cheaper. Raises `RepeatedHeader` when
     an `Mcp-*` header or one of `SINGLE_HEADERS` appears twice.
     """
-    raw = request.scope["headers"]
+    raw = scope["headers"]
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
     if len(headers) != len(raw):
         seen: set[str] = set()
@@ -58,7 +62,7 @@ def request_headers(request: Request) -> dict[str, str]:
     return headers
 
 
-async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: int) -> bytes:
+async def read_body(receive: Receive, headers: Mapping[str, str], limit_bytes: int) -> bytes:
     """The request body, refusing to buffer more than `limit_bytes`.
 
     Read from the ASGI messages directly: nearly every body arrives in one message, and
@@ -71,7 +75,7 @@ async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: i
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await request.receive()
+        message = await receive()
         if message["type"] != "http.request":
             if message["type"] == "http.disconnect":
                 raise ClientDisconnect()
@@ -83,6 +87,30 @@ async def read_body(request: Request, headers: Mapping[str, str], limit_bytes: i
         if not message.get("more_body", False):
             return b"".join((*chunks, chunk)) if chunks else chunk
         chunks.append(chunk)
+
+
+class Departure:
+    """Whether the client of one request has gone, asked without waiting for news.
+
+    What Starlette's `Request.is_disconnected` does, without a `Request` per request:
+    take the next ASGI message if one is ready; `http.disconnect` means gone for good.
+    Read only once the body has been read, as every caller of it does.
+    """
+
+    __slots__ = ("_gone", "_receive")
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._gone = False
+
+    async def __call__(self) -> bool:
+        if not self._gone:
+            message: dict[str, Any] = {}
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                message = await self._receive()
+            self._gone = message.get("type") == "http.disconnect"
+        return self._gone
 
 
 _local_host_values: dict[str, bool] = {}
@@ -128,6 +156,21 @@ class JsonMessageResponse(Response):
             (b"content-length", str(len(body)).encode()),
             (b"content-type", b"application/json"),
         ]
+
+
+async def send_response(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
+    """Send `response` on the ASGI channel: a JSON message as its two messages, directly."""
+    if type(response) is JsonMessageResponse:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": response.status_code,
+                "headers": response.raw_headers,
+            }
+        )
+        await send({"type": "http.response.body", "body": response.body})
+    else:
+        await response(scope, receive, send)
 
 
 def json_response(body: dict[str, Any], status: int = 200) -> Response:
