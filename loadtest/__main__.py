@@ -196,10 +196,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from loadtest.calibrate import print_calibration, run_calibration
+    from loadtest.calibrate import run_calibration
+    from loadtest.calibration_table import print_calibration
 
     report = run_calibration(
-        args.arch, duration_s=args.duration_s, probe_s=args.probe_s, upgrade_s=args.upgrade_s
+        args.arch,
+        duration_s=args.duration_s,
+        probe_s=args.probe_s,
+        upgrade_s=args.upgrade_s,
+        repeats=args.repeats,
     )
     _write(report, args.json)
     print_calibration(report)
@@ -340,6 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--arch", choices=ARCHITECTURES, default="mrtr")
     calibrate.add_argument("--duration", dest="duration_s", type=float, default=15.0)
     calibrate.add_argument("--probe", dest="probe_s", type=float, default=15.0)
+    calibrate.add_argument("--repeats", type=int, default=3,
+                           help="runs of each level; judged by their median")  # fmt: skip
     calibrate.add_argument("--upgrade", dest="upgrade_s", type=float, default=16.0,
                            help="seconds of the rolling-upgrade run; 0 skips it")  # fmt: skip
     calibrate.add_argument("--json", default=None, help="write the report here")

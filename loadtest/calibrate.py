@@ -8,18 +8,22 @@ it predicts that system. For one architecture:
 1. A probe: one replica (pinned to CPU 0 with HAProxy; Locust on CPU 1) at a low load.
    Its CPU per round sets the three load levels, and its call latencies, beyond the
    replica's CPU, give the per-round delay of client, balancer and wire (a lognormal).
-2. Three open-loop levels at about 25%, 50% and 75% of the replica's time: users start
-   `quote` calls (one question, two rounds, `QUOTE_CPU_MS` of CPU per round, so that one
-   Locust process can load a replica) at exponential intervals and think for a lognormal
-   time before answering. Measured: throughput, p50 and p95 of a call's latency without
-   think time, the replica's CPU (from /proc), and for the legacy architectures the calls
-   waiting at each moment (`/healthz`).
+   Then the spread of the replica's service time per round, timed round by round on
+   the replica's thread while one user calls (`loadtest/service_spread.py`).
+2. Three open-loop levels at about 25%, 50% and 75% of the replica's time, each run
+   `repeats` times, interleaved: users start `quote` calls (one question, two rounds,
+   `QUOTE_CPU_MS` of CPU per round, so that one Locust process can load a replica) at
+   exponential intervals and think for a lognormal time before answering. Measured:
+   throughput, p50 and p95 of a call's latency without think time, the replica's CPU
+   (from /proc), and for the legacy architectures the calls waiting at each moment.
 3. The replica's service time per round is what it was busy with each round: its CPU
    time plus the time it waited for a CPU held by other programs (on a quiet machine
    nearly nothing; on a shared one, the difference between a fast and a slow replica).
-   labsim gets each level's service time, the network delay, the rate the level
-   offered and the think time (`loadtest/calibration_model.py`) and predicts every
-   figure. The CPU per round alone is fitted over all levels and reported beside it.
+   labsim gets each run's mean service time with the measured spread, the network
+   delay, the rate the run offered and the think time (`loadtest/calibration_model.py`)
+   and predicts every figure; a level's figures are the medians over its runs
+   (`loadtest/calibration_levels.py`). The CPU per round alone is fitted over all runs
+   and reported beside it.
 4. Legacy architectures: the memory a held call adds (live, `loadtest/held_memory.py`)
    beside the value labsim's defaults use.
 5. A rolling upgrade of two replicas with the same drain timeout and think time, live
@@ -29,24 +33,23 @@ it predicts that system. For one architecture:
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-import httpx
-
 from labsim.params import SimParams
-from loadtest.calibration_model import LiveInputs, network_delay, predict_level, predict_upgrade
+from loadtest.calibration_levels import level_row
+from loadtest.calibration_model import LiveInputs, network_delay, predict_upgrade
 from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
 from loadtest.measure import measure_held
 from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 from loadtest.scenarios import run_scenario
+from loadtest.service_spread import RunStateSampler, ServiceSpread, spread_of
 from loadtest.upgrade import restart_s
+from loadtest.waiting_calls import WaitingSampler
 
 #: Shares of the replica's time the three levels aim at. The top one stays at 0.75: near
 #: saturation a p95 grows as 1 / (1 - utilisation), so at 0.85 the few points between the
@@ -61,6 +64,15 @@ QUOTE_CPU_MS = 8.0
 PACING_S = 2.0
 THINK_MEDIAN_S = 0.2
 THINK_SIGMA = 0.5
+#: Each level is run this many times and judged by its median: three is the fewest with a
+#: median that one disturbed run cannot move, and 3 levels x 3 runs of 40 s fit one
+#: architecture in about 8 minutes.
+REPEATS = 3
+#: The service-spread run's users answer after a short think (median s), so that one
+#: user in a closed loop sends some hundreds of rounds, one at a time.
+SPREAD_THINK_MEDIAN_S = 0.02
+#: Fewest rounds timed for a service-time spread to be reported at all.
+SPREAD_MIN_ROUNDS = 30
 #: Seconds at the start of a level left out (users spawning, connections opening).
 WARMUP_S = 3.0
 #: The probe's load: light, so that even on a busy shared machine nothing queues.
@@ -105,51 +117,27 @@ def level_config(arch: str, rate_per_s: float, duration_s: float, **fields: Any)
     return LoadTestConfig(**settings)
 
 
-class WaitingSampler:
-    """Counts the legacy calls waiting on every replica, a few times a second."""
-
-    def __init__(self, cluster: Cluster, every_s: float = 0.25) -> None:
-        self.cluster = cluster
-        self.every_s = every_s
-        self.samples: list[tuple[float, int]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        with httpx.Client(timeout=1.0) as http:
-            while not self._stop.wait(self.every_s):
-                waiting = 0
-                for replica in list(self.cluster.replicas.values()):
-                    try:
-                        waiting += http.get(f"{replica.base_url}/healthz").json()["waiting_calls"]
-                    except (httpx.HTTPError, ValueError, KeyError):
-                        continue
-                self.samples.append((time.time(), waiting))
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-
-    def mean(self, start: float, stop: float) -> float:
-        window = [n for t, n in self.samples if start <= t <= stop]
-        return statistics.fmean(window) if window else 0.0
-
-
-def run_level(config: LoadTestConfig, progress: Progress = _stderr) -> dict[str, Any]:
-    """One live level: throughput, latency, replica CPU and waiting calls in its window."""
+def run_level(
+    config: LoadTestConfig, progress: Progress = _stderr, *, time_rounds: bool = False
+) -> dict[str, Any]:
+    """One live level: throughput, latency, replica CPU and waiting calls in its window;
+    with `time_rounds`, the first replica's runnable stretches too (`service_spread`)."""
     hooks: dict[str, Any] = {}
 
     def on_cluster(cluster: Cluster, moment: str) -> None:
+        pids = [r.pid for r in cluster.replicas.values() if r.pid]
         if moment == "before":
-            hooks["meter"] = CpuMeter(r.pid for r in cluster.replicas.values() if r.pid)
+            hooks["meter"] = CpuMeter(pids)
             hooks["meter"].start()
             hooks["sampler"] = WaitingSampler(cluster)
             hooks["sampler"].start()
+            if time_rounds:
+                hooks["rounds"] = RunStateSampler(pids[0])
+                hooks["rounds"].start()
         else:
             hooks["sampler"].stop()
+            hooks["stretches_s"] = hooks["rounds"].stop() if time_rounds else []
+            hooks["gaps_per_s"] = hooks["rounds"].gaps_per_s if time_rounds else 0.0
             # A replaced replica's CPU is gone with its process: upgrades are not metered.
             steady = config.scenario == "steady"
             hooks["cpu"] = hooks["meter"].stop(0) if steady else CpuStretch()
@@ -187,6 +175,8 @@ def run_level(config: LoadTestConfig, progress: Progress = _stderr) -> dict[str,
         "re_prompts": summary["re_prompts"],
         "retries": summary["retries"],
         "faults": summary["faults"],
+        "stretches_s": hooks["stretches_s"],
+        "gaps_per_s": hooks["gaps_per_s"],
     }
 
 
@@ -197,8 +187,30 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _ratio(predicted: float, measured: float) -> float:
-    return predicted / measured if measured else float("nan")
+def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> ServiceSpread:
+    """The spread of the replica's service time per round, from its runnable stretches
+    while one user calls in a closed loop (`loadtest/service_spread.py`)."""
+    config = level_config(
+        arch,
+        1 / PACING_S,
+        duration_s,
+        users=1,
+        spawn_rate=1.0,
+        pacing_s=0.0,
+        think_time_median_s=SPREAD_THINK_MEDIAN_S,
+    )
+    progress(f"service spread: one user in a closed loop for {duration_s:g} s")
+    run = run_level(config, progress, time_rounds=True)
+    # A round spends at least QUOTE_CPU_MS of CPU; much shorter stretches are background.
+    spread = spread_of(run["stretches_s"], QUOTE_CPU_MS / 2e3, run["gaps_per_s"])
+    if spread.rounds < SPREAD_MIN_ROUNDS:
+        raise RuntimeError(
+            f"only {spread.rounds} rounds timed on the replica (of {run['cpu']['rounds']} "
+            f"served): too few for a service-time spread"
+        )
+    return replace(
+        spread, busy_s=run["service_s"], served=run["cpu"]["rounds"], gaps_per_s=run["gaps_per_s"]
+    )
 
 
 def run_calibration(
@@ -208,23 +220,40 @@ def run_calibration(
     probe_s: float = 15.0,
     upgrade_s: float = 16.0,
     utilizations: tuple[float, ...] = UTILIZATIONS,
+    repeats: int = REPEATS,
+    spread_s: float | None = None,
     held_calls: int = HELD_CALLS,
     progress: Progress = _stderr,
 ) -> dict[str, Any]:
-    """Probe, three levels, held memory and a rolling upgrade; live beside simulated."""
+    """Probe, service spread, three levels `repeats` times, held memory and a rolling
+    upgrade; live beside simulated. The service-spread run lasts `spread_s` (the probe's
+    duration unless given)."""
     legacy = arch != "mrtr"
     progress(f"probe: {PROBE_RATE_PER_S:g} calls/s for {probe_s:g} s")
     probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s), progress)
+    spread = measure_service_spread(arch, spread_s or probe_s, progress)
     # quote: two rounds a call. The replica's busy time per call sets the levels; each
     # level's rate comes from the service time the last run measured, as a busier replica
-    # waits less often for a CPU and so takes less time per round.
+    # waits less often for a CPU and so takes less time per round. Later repeats offer
+    # the rates of the first, so that they repeat one experiment.
     busy_per_call_s = 2 * max(probe["service_s"], 1e-6)
-    measured: list[dict[str, Any]] = []
-    for u in utilizations:
-        service_s = measured[-1]["service_s"] if measured else probe["service_s"]
-        rate = u / (2 * service_s if service_s > 0 else busy_per_call_s)  # NaN: none served
-        progress(f"level {u:.0%}: {rate:.1f} calls/s for {duration_s:g} s")
-        measured.append(run_level(level_config(arch, rate, duration_s), progress))
+    rates: list[float] = []
+    runs: list[list[dict[str, Any]]] = [[] for _ in utilizations]
+    previous = probe
+    # Levels interleaved across repeats (25, 50, 75%, 25, 50, 75% ...): a drift of the
+    # shared machine's load hits every level alike instead of one.
+    for repeat in range(repeats):
+        for i, u in enumerate(utilizations):
+            if repeat == 0:
+                service_s = previous["service_s"]
+                rates.append(u / (2 * service_s if service_s > 0 else busy_per_call_s))
+            progress(
+                f"repeat {repeat + 1}/{repeats}, level {u:.0%}: {rates[i]:.1f} calls/s "
+                f"for {duration_s:g} s"
+            )
+            previous = run_level(level_config(arch, rates[i], duration_s), progress)
+            runs[i].append(previous)
+    measured = [run for level in runs for run in level]
     stretches = [CpuStretch(**lv["cpu"]) for lv in (probe, *measured)]
     round_cpu_s, idle_cpu = fit_cpu_per_round(stretches)
     delays = [ms / 1e3 - busy_per_call_s for ms in probe.pop("clean_latencies_ms")]
@@ -233,6 +262,7 @@ def run_calibration(
     simulated_held = SimParams().cluster.held_call_bytes
     inputs = LiveInputs(
         round_cpu_s=probe["service_s"],
+        round_cpu_cv=spread.cv,
         network_s=network_s,
         network_cv=network_cv,
         think_median_s=THINK_MEDIAN_S,
@@ -240,36 +270,10 @@ def run_calibration(
         held_call_bytes=round(held["rss_bytes_per_call"]) if held else simulated_held,
         max_restarts=LoadTestConfig().max_retries,
     )
-    levels = []
-    for target, level in zip(utilizations, measured, strict=True):
-        level.pop("clean_latencies_ms")
-        # Each level is simulated with the replica's busy time per round measured in it.
-        service = replace(inputs, round_cpu_s=level["service_s"])
-        predicted = predict_level(service, arch, level["offered_per_s"])
-        row: dict[str, Any] = {
-            "target_utilization": target,
-            "utilization": level["utilization"],
-            "utilization_predicted": predicted["utilization"],
-            "cpu_utilization": level["cpu_utilization"],
-            "service_ms": level["service_s"] * 1e3,
-            "offered_per_s": level["offered_per_s"],
-        }
-        for key, name in (("throughput_per_s", "throughput"), ("p50_ms", "p50_ms")):
-            row[name] = {"measured": level[key], "predicted": predicted[key]}
-        row["p95_ms"] = {"measured": level["p95_ms"], "predicted": predicted["p95_ms"]}
-        if legacy:
-            row["held_memory_bytes"] = {
-                "measured": level["mean_waiting_calls"] * inputs.held_call_bytes,
-                "predicted": predicted["held_memory_bytes"],
-            }
-        row["ratio"] = {
-            key: _ratio(row[key]["predicted"], row[key]["measured"])
-            for key in ("throughput", "p50_ms", "p95_ms")
-        }
-        row["live"] = {
-            k: level[k] for k in ("users", "completed", "not_completed", "cpu", "errors")
-        }
-        levels.append(row)
+    levels = [
+        level_row(target, level_runs, inputs, arch)
+        for target, level_runs in zip(utilizations, runs, strict=True)
+    ]
     report: dict[str, Any] = {
         "arch": arch,
         "calibrated": {
@@ -283,6 +287,20 @@ def run_calibration(
             "think_sigma": THINK_SIGMA,
             "pacing_s": PACING_S,
         },
+        # What the simulation's replica takes as its service time per round: the mean of
+        # each level's own, and this spread (one user, rounds never overlapping).
+        "inputs": {
+            "service_cv": spread.cv,
+            "service_cv_rounds": spread.rounds,
+            "service_spread_mean_ms": spread.mean_s * 1e3,
+            "service_spread_p95_ms": spread.p95_s * 1e3,
+            "service_spread_busy_ms": spread.busy_s * 1e3,
+            # Rounds served in that run; those not timed met a reader held up itself.
+            "service_spread_served": spread.served,
+            "service_spread_reader_gaps_per_s": spread.gaps_per_s,
+        },
+        "repeats": repeats,
+        "duration_s": duration_s,
         "probe": {
             k: probe[k] for k in ("offered_per_s", "completed", "p50_ms", "p95_ms", "errors")
         },
@@ -349,52 +367,3 @@ def run_upgrade(
             "predicted": simulated["calls"],
         },
     }
-
-
-def print_calibration(report: dict[str, Any]) -> None:
-    """The side-by-side table."""
-    c = report["calibrated"]
-    print(
-        f"{report['arch']}: CPU {c['round_cpu_ms']:.3f} ms per round (fitted; quote spends "
-        f"{c['quote_cpu_ms']:g}), busy {c['probe_service_ms']:.3f} ms at the probe; network + LB "
-        f"+ client {c['network_ms']:.3f} ms per round "
-        f"(mean, lognormal cv {c['network_cv']:.2f}); think median {c['think_median_s']:g} s"
-    )
-    print(
-        f"{'busy':>5} {'sim':>5} {'cpu':>5} {'svc ms':>6}  {'calls/s':>8} {'sim':>8} "
-        f"{'ratio':>5}   {'p50 ms':>7} {'sim':>7} {'ratio':>5}   {'p95 ms':>7} {'sim':>7} "
-        f"{'ratio':>5}"
-    )
-    for row in report["levels"]:
-        t, p50, p95 = row["throughput"], row["p50_ms"], row["p95_ms"]
-        r = row["ratio"]
-        print(
-            f"{row['utilization']:>5.2f} {row['utilization_predicted']:>5.2f} "
-            f"{row['cpu_utilization']:>5.2f} {row['service_ms']:>6.2f}  "
-            f"{t['measured']:>8.1f} {t['predicted']:>8.1f} {r['throughput']:>5.2f}   "
-            f"{p50['measured']:>7.2f} "
-            f"{p50['predicted']:>7.2f} {r['p50_ms']:>5.2f}   {p95['measured']:>7.2f} "
-            f"{p95['predicted']:>7.2f} {r['p95_ms']:>5.2f}"
-        )
-        if "held_memory_bytes" in row:
-            held = row["held_memory_bytes"]
-            print(
-                f"      held memory: {held['measured'] / 1024:.0f} KiB live, "
-                f"{held['predicted'] / 1024:.0f} KiB simulated"
-            )
-    if "held_call_bytes" in report:
-        h = report["held_call_bytes"]
-        print(
-            f"held call: {h['measured'] / 1024:.1f} KiB measured (RSS), "
-            f"{h['simulated'] / 1024:.1f} KiB in labsim's defaults "
-            f"(object graph {h['object_graph'] / 1024:.1f} KiB)"
-        )
-    if "upgrade" in report:
-        up = report["upgrade"]
-        print(
-            f"rolling upgrade (drain timeout {up['drain_timeout_s']:g} s, think median "
-            f"{up['think_median_s']:g} s, restart {up['restart_s']:.2f} s): lost "
-            f"{up['lost']['measured']} live / {up['lost']['predicted']:.1f} sim, re-prompts "
-            f"{up['re_prompts']['measured']} live / {up['re_prompts']['predicted']:.1f} sim, "
-            f"restarts {up['restarts']['measured']} live / {up['restarts']['predicted']:.1f} sim"
-        )

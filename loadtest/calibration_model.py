@@ -1,7 +1,8 @@
 """labsim's side of the calibration: the simulated twin of a live load level or upgrade.
 
 Every number the simulation gets is one the live run measured or was configured with:
-the replica's CPU per round (fitted from its process CPU time), the per-round delay
+the replica's service time per round (its mean from the process's CPU time and wait for
+a CPU, its spread timed round by round on the replica), the per-round delay
 outside the replica (fitted on a low-load probe), the offered rate, the tool (`quote`:
 one question, two rounds), the users' think time, the drain timeout and the time a
 replaced replica takes to come back. A live replica is one uvicorn process on one core,
@@ -19,9 +20,6 @@ from labsim import simulate
 from labsim.faults import RollingUpgrade
 from labsim.params import ServiceTime, SimParams
 
-#: Spread (std / mean) of a round's CPU. Assumption: `quote` spends a fixed CPU time per
-#: round and the request's own work varies little around it.
-ROUND_CPU_CV = 0.1
 #: Simulated calls per level, enough for a steady 95th percentile.
 CALLS_PER_LEVEL = 12_000
 
@@ -31,6 +29,9 @@ class LiveInputs:
     """What the live runs measured and were configured with, for the simulation."""
 
     round_cpu_s: float
+    #: Spread (std / mean) of the replica's service time per round, measured round by
+    #: round on the replica (`loadtest/service_spread.py`).
+    round_cpu_cv: float
     network_s: float
     network_cv: float
     think_median_s: float
@@ -45,7 +46,7 @@ def base_params(inputs: LiveInputs, replicas: int = 1) -> SimParams:
         replicas=replicas,
         workers_per_replica=1,
         tool_mix=(0.0, 1.0, 0.0),  # quote: one question, two rounds
-        round_cpu=ServiceTime(mean_s=inputs.round_cpu_s, kind="lognormal", cv=ROUND_CPU_CV),
+        round_cpu=ServiceTime(mean_s=inputs.round_cpu_s, kind="lognormal", cv=inputs.round_cpu_cv),
         # The fitted CPU per round already holds the request's overhead and any sealing.
         request_overhead_s=0.0,
         seal_cpu_s=0.0,

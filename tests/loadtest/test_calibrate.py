@@ -6,16 +6,25 @@ on a machine quiet enough for the figures to mean something.
 
 from __future__ import annotations
 
+import statistics
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from loadtest.calibrate import restart_s, run_calibration
+from loadtest.calibration_levels import level_row
 from loadtest.calibration_model import LiveInputs, network_delay, predict_level
 from loadtest.haproxy import HAProxy
 from loadtest.replica_cpu import CpuStretch, fit_cpu_per_round
+from loadtest.service_spread import sample_stretches, spread_of
 
 INPUTS = LiveInputs(
     round_cpu_s=0.005,
+    round_cpu_cv=0.3,
     network_s=0.002,
     network_cv=0.5,
     think_median_s=0.2,
@@ -67,18 +76,127 @@ def test_the_simulated_level_is_busy_as_offered_rate_times_service() -> None:
     assert predicted["held_memory_bytes"] == 0.0  # MRTR holds nothing between rounds
 
 
+def test_the_service_spread_leaves_out_background_stretches() -> None:
+    # Rounds of 8 and 12 ms (mean 10, sample std 2.07) among health checks of under 1 ms.
+    stretches = [0.008, 0.012] * 5 + [0.0004, 0.0009, 0.0006]
+    spread = spread_of(stretches, shortest_s=0.004)
+    assert spread.rounds == 10
+    assert spread.mean_s == pytest.approx(0.010)
+    assert spread.cv == pytest.approx(statistics.stdev([8, 12] * 5) / 10)
+
+
+def test_long_stretches_count_more_when_the_reader_missed_some() -> None:
+    # A reader held up 50 times a second times a 30 ms stretch with probability e^-1.5 and
+    # a 10 ms one with e^-0.5: seen equally often, the long ones were more common.
+    spread = spread_of([0.010, 0.030] * 5, shortest_s=0.004, gaps_per_s=50.0)
+    short, long = np.exp(0.5), np.exp(1.5)
+    assert spread.mean_s == pytest.approx((0.010 * short + 0.030 * long) / (short + long))
+    assert spread.p95_s == 0.030
+
+
+# A process whose main thread works (spins) for 10 or 30 ms, then sleeps 15 ms, in turn.
+BUSY_THEN_ASLEEP = """
+import time
+for i in range(40):
+    end = time.perf_counter() + (0.010 if i % 2 else 0.030)
+    while time.perf_counter() < end:
+        pass
+    time.sleep(0.015)
+"""
+
+
+def test_runnable_stretches_of_a_live_thread_are_timed() -> None:
+    child = subprocess.Popen([sys.executable, "-c", BUSY_THEN_ASLEEP])
+    stop = threading.Event()
+    found: list[tuple[list[float], int, float]] = []
+    reader = threading.Thread(
+        target=lambda: found.append(sample_stretches(child.pid, stop, 0.0005, 0.002))
+    )
+    try:
+        reader.start()
+        child.wait(10)
+    finally:
+        stop.set()
+        reader.join(5)
+        child.kill()
+        child.wait(5)
+    stretches, unseen, sampled_s = found[0]
+    spread = spread_of(stretches, shortest_s=0.005, gaps_per_s=unseen / sampled_s)
+    # Half the stretches 10 ms, half 30: mean 20 ms, cv about 0.5 (some not timed when the
+    # reader itself was held up on a busy machine, or the process was still starting).
+    assert spread.rounds >= 10, (stretches, unseen)
+    assert spread.mean_s == pytest.approx(0.020, rel=0.3)
+    assert 0.3 < spread.cv < 0.7
+    # (The interpreter's own start may add a stretch or two: quartiles, not extremes.)
+    quartiles = np.quantile([s for s in stretches if s >= 0.005], [0.25, 0.75])
+    assert quartiles == pytest.approx([0.010, 0.030], abs=0.003)
+
+
+def test_a_wider_service_spread_lengthens_the_simulated_tail() -> None:
+    # At 80% of the replica, queueing grows with the service time's spread (Pollaczek-
+    # Khinchine: the mean wait is proportional to 1 + cv^2).
+    narrow = predict_level(replace(INPUTS, round_cpu_cv=0.1), "mrtr", 80.0)
+    wide = predict_level(replace(INPUTS, round_cpu_cv=1.0), "mrtr", 80.0)
+    assert wide["p95_ms"] > 1.2 * narrow["p95_ms"]
+    assert wide["throughput_per_s"] == pytest.approx(narrow["throughput_per_s"], rel=0.05)
+
+
+def _run(p95_ms: float, service_s: float) -> dict:
+    cpu = {"cpu_s": 3.0, "span_s": 10.0, "rounds": 600, "wait_s": 1.0}
+    return {
+        "offered_per_s": 30.0,
+        "throughput_per_s": 30.0,
+        "p50_ms": 20.0,
+        "p95_ms": p95_ms,
+        "utilization": 0.4,
+        "cpu_utilization": 0.3,
+        "service_s": service_s,
+        "mean_waiting_calls": 2.0,
+        "users": 60,
+        "completed": 300,
+        "not_completed": 0,
+        "cpu": cpu,
+        "errors": 0,
+    }
+
+
+def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
+    runs = [_run(40.0, 0.005), _run(120.0, 0.005), _run(50.0, 0.006)]
+    row = level_row(0.5, runs, INPUTS, "sticky")
+    p95 = row["p95_ms"]
+    assert p95["measured"] == 50.0 and p95["spread"] == [40.0, 120.0]
+    assert p95["measured_runs"] == [40.0, 120.0, 50.0] and len(p95["predicted_runs"]) == 3
+    assert p95["predicted"] == statistics.median(p95["predicted_runs"])
+    assert row["ratio"]["p95_ms"] == pytest.approx(p95["predicted"] / 50.0)
+    # The run with the slower replica has the slower twin.
+    assert p95["predicted_runs"][2] > p95["predicted_runs"][0]
+    assert row["held_memory_bytes"]["measured"] == 2.0 * INPUTS.held_call_bytes
+    assert row["cpu_wait_share"] == pytest.approx(0.25)
+
+
 @pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
 def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     report = run_calibration(
-        "sticky", duration_s=6, probe_s=6, upgrade_s=8, utilizations=(0.1, 0.2, 0.3), held_calls=20
+        "sticky",
+        duration_s=5,
+        probe_s=6,
+        spread_s=5,
+        upgrade_s=8,
+        utilizations=(0.1, 0.3),
+        repeats=2,
+        held_calls=20,
     )
-    assert [round(row["target_utilization"], 1) for row in report["levels"]] == [0.1, 0.2, 0.3]
+    assert [round(row["target_utilization"], 1) for row in report["levels"]] == [0.1, 0.3]
+    assert report["inputs"]["service_cv"] > 0 and report["inputs"]["service_cv_rounds"] >= 30
     for row in report["levels"]:
         assert 0 < row["utilization"] < 1.5
         for key in ("throughput", "p50_ms", "p95_ms", "held_memory_bytes"):
-            assert set(row[key]) == {"measured", "predicted"}, key
+            assert {"measured", "predicted"} <= set(row[key]), key
+            assert len(row[key]["measured_runs"]) == 2 == len(row[key]["predicted_runs"])
+            low, high = row[key]["spread"]
+            assert low <= row[key]["measured"] <= high
         assert row["throughput"]["measured"] > 0 and row["throughput"]["predicted"] > 0
-        assert row["live"]["completed"] > 0
+        assert all(run["completed"] > 0 for run in row["live"])
     held = report["held_call_bytes"]
     assert held["measured"] > 0 and held["object_graph"] > 1000  # RSS: too few calls to compare
     assert held["simulated"] > 0

@@ -1,0 +1,70 @@
+"""The calibration's report as a table: live beside simulated, medians with their spread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _live(figure: dict[str, Any], digits: int) -> str:
+    """The live median with its min-max over the runs, e.g. `98 (82-152)`."""
+    low, high = figure["spread"]
+    return f"{figure['measured']:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
+
+
+def print_calibration(report: dict[str, Any]) -> None:
+    """The side-by-side table."""
+    c, inputs = report["calibrated"], report["inputs"]
+    print(
+        f"{report['arch']}: CPU {c['round_cpu_ms']:.3f} ms per round (fitted; quote spends "
+        f"{c['quote_cpu_ms']:g}), busy {c['probe_service_ms']:.3f} ms at the probe; network + LB "
+        f"+ client {c['network_ms']:.3f} ms per round "
+        f"(mean, lognormal cv {c['network_cv']:.2f}); think median {c['think_median_s']:g} s"
+    )
+    print(
+        f"service time per round, timed on the replica ({inputs['service_cv_rounds']} rounds, "
+        f"one at a time): mean {inputs['service_spread_mean_ms']:.2f} ms (busy "
+        f"{inputs['service_spread_busy_ms']:.2f} ms from /proc), p95 "
+        f"{inputs['service_spread_p95_ms']:.2f} ms, cv {inputs['service_cv']:.2f} (simulated)"
+    )
+    print(
+        f"levels: median of {report['repeats']} runs of {report['duration_s']:g} s each, "
+        f"live min-max in brackets; ratio = simulated / live of the medians"
+    )
+    print(
+        f"{'busy':>5} {'sim':>5} {'wait':>5} {'svc ms':>6}  {'calls/s':>18} {'sim':>6} "
+        f"{'ratio':>5}  {'p50 ms':>16} {'sim':>6} {'ratio':>5}  {'p95 ms':>18} {'sim':>6} "
+        f"{'ratio':>5}"
+    )
+    for row in report["levels"]:
+        t, p50, p95, r = row["throughput"], row["p50_ms"], row["p95_ms"], row["ratio"]
+        print(
+            f"{row['utilization']:>5.2f} {row['utilization_predicted']:>5.2f} "
+            f"{row['cpu_wait_share']:>5.2f} {row['service_ms']:>6.2f}  "
+            f"{_live(t, 1):>18} {t['predicted']:>6.1f} {r['throughput']:>5.2f}  "
+            f"{_live(p50, 1):>16} {p50['predicted']:>6.1f} {r['p50_ms']:>5.2f}  "
+            f"{_live(p95, 1):>18} {p95['predicted']:>6.1f} {r['p95_ms']:>5.2f}"
+        )
+        if "held_memory_bytes" in row:
+            held = row["held_memory_bytes"]
+            low, high = held["spread"]
+            print(
+                f"      held memory: {held['measured'] / 1024:.0f} KiB live "
+                f"({low / 1024:.0f}-{high / 1024:.0f}), {held['predicted'] / 1024:.0f} KiB "
+                f"simulated"
+            )
+    if "held_call_bytes" in report:
+        h = report["held_call_bytes"]
+        print(
+            f"held call: {h['measured'] / 1024:.1f} KiB measured (RSS), "
+            f"{h['simulated'] / 1024:.1f} KiB in labsim's defaults "
+            f"(object graph {h['object_graph'] / 1024:.1f} KiB)"
+        )
+    if "upgrade" in report:
+        up = report["upgrade"]
+        print(
+            f"rolling upgrade (drain timeout {up['drain_timeout_s']:g} s, think median "
+            f"{up['think_median_s']:g} s, restart {up['restart_s']:.2f} s): lost "
+            f"{up['lost']['measured']} live / {up['lost']['predicted']:.1f} sim, re-prompts "
+            f"{up['re_prompts']['measured']} live / {up['re_prompts']['predicted']:.1f} sim, "
+            f"restarts {up['restarts']['measured']} live / {up['restarts']['predicted']:.1f} sim"
+        )
