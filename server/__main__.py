@@ -215,6 +215,9 @@ def _serve(argv: list[str]) -> int:
         http=with_header_timeout(protocol_class(args.http), config.header_timeout_s),
         log_level=args.log_level,
         access_log=False,
+        # The replica reads neither the client's address nor the scheme, so uvicorn's
+        # X-Forwarded-* rewriting (a middleware on every request) would be work for nothing.
+        proxy_headers=False,
         timeout_graceful_shutdown=math.ceil(config.shutdown_timeout_s),
         limit_concurrency=config.max_connections,
         timeout_keep_alive=math.ceil(config.idle_timeout_s),
