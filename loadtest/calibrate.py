@@ -136,8 +136,7 @@ def run_level(
                 hooks["rounds"].start()
         else:
             hooks["sampler"].stop()
-            hooks["stretches_s"] = hooks["rounds"].stop() if time_rounds else []
-            hooks["gaps_per_s"] = hooks["rounds"].gaps_per_s if time_rounds else 0.0
+            hooks["stretches"] = hooks["rounds"].stop() if time_rounds else []
             # A replaced replica's CPU is gone with its process: upgrades are not metered.
             steady = config.scenario == "steady"
             hooks["cpu"] = hooks["meter"].stop(0) if steady else CpuStretch()
@@ -175,8 +174,7 @@ def run_level(
         "re_prompts": summary["re_prompts"],
         "retries": summary["retries"],
         "faults": summary["faults"],
-        "stretches_s": hooks["stretches_s"],
-        "gaps_per_s": hooks["gaps_per_s"],
+        "stretches": hooks["stretches"],
     }
 
 
@@ -201,16 +199,15 @@ def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> 
     )
     progress(f"service spread: one user in a closed loop for {duration_s:g} s")
     run = run_level(config, progress, time_rounds=True)
-    # A round spends at least QUOTE_CPU_MS of CPU; much shorter stretches are background.
-    spread = spread_of(run["stretches_s"], QUOTE_CPU_MS / 2e3, run["gaps_per_s"])
+    # A round's CPU: what the run's counters gave per round (quote's and the request's).
+    cpu = run["cpu"]
+    spread = spread_of(run["stretches"], cpu["cpu_s"] / max(cpu["rounds"], 1))
     if spread.rounds < SPREAD_MIN_ROUNDS:
         raise RuntimeError(
-            f"only {spread.rounds} rounds timed on the replica (of {run['cpu']['rounds']} "
+            f"only {spread.rounds} rounds timed on the replica (of {cpu['rounds']} "
             f"served): too few for a service-time spread"
         )
-    return replace(
-        spread, busy_s=run["service_s"], served=run["cpu"]["rounds"], gaps_per_s=run["gaps_per_s"]
-    )
+    return replace(spread, busy_s=run["service_s"], served=cpu["rounds"])
 
 
 def run_calibration(
@@ -295,9 +292,9 @@ def run_calibration(
             "service_spread_mean_ms": spread.mean_s * 1e3,
             "service_spread_p95_ms": spread.p95_s * 1e3,
             "service_spread_busy_ms": spread.busy_s * 1e3,
-            # Rounds served in that run; those not timed met a reader held up itself.
+            # Rounds served in that run: timed, merged (two a stretch) or unseen.
             "service_spread_served": spread.served,
-            "service_spread_reader_gaps_per_s": spread.gaps_per_s,
+            "service_spread_merged": spread.merged,
         },
         "repeats": repeats,
         "duration_s": duration_s,

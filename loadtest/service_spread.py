@@ -2,18 +2,21 @@
 
 A replica is one event loop on one thread. While it works on a round its thread is
 runnable (state `R` in /proc: on a CPU, or waiting for one that other programs hold);
-between rounds it sleeps in epoll (`S`). So, when one round is served at a time, one
-stretch of `R` is one round's service time: its CPU plus the wait for a CPU, the same
-busy time the calibration's mean comes from (`loadtest/replica_cpu.py`), round by round.
-No queueing delay is in it: a round that waits behind another waits while the thread is
-already runnable, so its wait would merge two rounds into one stretch; the calibration
-therefore samples a load of one user in a closed loop, where rounds never overlap.
+between rounds it sleeps in epoll (`S`). The scheduler counts, per thread, the time run
+on a CPU and the time waited for one (/proc/<pid>/task/<pid>/schedstat); read while the
+thread sleeps, just before and just after a runnable stretch, their increase is that
+stretch's CPU and wait: its service time, the same busy time the calibration's mean
+comes from (`loadtest/replica_cpu.py`), round by round.
 
-The thread's state is read from /proc/<pid>/task/<pid>/stat every half millisecond by a
-process of its own, kept off the replica's core; a stretch during which the reader
-itself was held up (reads further apart than `LONGEST_GAP_S`) is not timed. Stretches much
-shorter than a round's CPU are the replica's background work (health checks, /healthz
-polls) and are left out.
+No queueing delay is in it when one round is served at a time: the calibration samples
+one user calling in a closed loop. Its rounds never overlap, but the pause between one
+call's last round and the next call's first can be shorter than the reader sees, which
+merges two rounds into one stretch; such a stretch has twice a round's CPU and is left
+out, as are stretches with much less CPU than a round (health checks, /healthz polls).
+
+The reader is a process of its own (`python -m loadtest.service_spread PID`, stopped by
+SIGTERM) kept off the replica's core: in a thread of the calibrating process it would
+wait for that process's interpreter lock and miss pauses.
 """
 
 from __future__ import annotations
@@ -31,51 +34,60 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: Seconds between two reads of the thread's state: well under a round (8 ms of CPU), so
-#: a stretch is measured to about +/- this.
+#: Seconds between two reads of the thread's state: the shorter, the fewer pauses between
+#: rounds go unseen (a missed pause costs a merged stretch, not a wrong time).
 SAMPLE_EVERY_S = 0.0005
-#: Two reads further apart than this could hide the pause between two rounds (a client
-#: answers a round in a few milliseconds at the least): the stretch is not timed.
-LONGEST_GAP_S = 0.002
 #: The reader's scheduling priority (nice) where the operating system allows it.
 READER_NICE = -10
 
 
 @dataclass(frozen=True)
+class Stretch:
+    """One runnable stretch of the replica's thread: its busy time (CPU plus the wait for
+    a CPU) and its CPU time alone, seconds."""
+
+    busy_s: float
+    cpu_s: float
+
+
+@dataclass(frozen=True)
 class ServiceSpread:
-    """Mean and coefficient of variation (std / mean) of the service time of `rounds` rounds;
+    """Mean, coefficient of variation (std / mean) and 95th percentile of the service time
+    of `rounds` rounds timed one by one; `merged`: stretches left out as two or more rounds;
     `busy_s`: the same run's mean busy time per round from the process's counters, which
-    the stretches' mean should match if each stretch is one round; `served`: rounds the
-    replica served meanwhile (timed or not)."""
+    the rounds' mean should match; `served`: rounds the replica served meanwhile."""
 
     mean_s: float
     cv: float
     rounds: int
     p95_s: float
+    merged: int = 0
     busy_s: float = math.nan
     served: int = 0
-    gaps_per_s: float = 0.0
 
 
-def spread_of(
-    stretches_s: list[float], shortest_s: float, gaps_per_s: float = 0.0
-) -> ServiceSpread:
-    """The service-time spread of the runnable stretches at least `shortest_s` long.
+def spread_of(stretches: list[Stretch], round_cpu_s: float) -> ServiceSpread:
+    """The spread of the busy time of the stretches that hold one round: CPU between half
+    and one and a half times a round's (`round_cpu_s`)."""
+    single = sorted(s.busy_s for s in stretches if 0.5 <= s.cpu_s / round_cpu_s <= 1.5)
+    merged = sum(s.cpu_s / round_cpu_s > 1.5 for s in stretches)
+    if len(single) < 2:
+        return ServiceSpread(math.nan, math.nan, len(single), math.nan, merged)
+    busy = np.asarray(single)
+    p95 = single[min(len(single) - 1, int(0.95 * len(single)))]
+    return ServiceSpread(
+        float(busy.mean()), float(busy.std(ddof=1) / busy.mean()), len(single), p95, merged
+    )
 
-    A stretch of L seconds is timed only if none of the reader's gaps (`gaps_per_s`, about
-    a Poisson stream) fell in it, with probability exp(-rate x L): long stretches are
-    timed less often, so each counts with the inverse of that probability.
+
+def run_and_wait_ns(fd: int) -> tuple[int, int]:
+    """Nanoseconds a thread has run on a CPU and waited for one, from an open schedstat file.
+
+    Both are final while the thread sleeps (the scheduler adds a period when it ends), so
+    two reads taken while it sleeps bracket its runnable stretches exactly.
     """
-    rounds = np.sort(np.asarray([s for s in stretches_s if s >= shortest_s]))
-    if len(rounds) < 2:
-        return ServiceSpread(math.nan, math.nan, len(rounds), math.nan)
-    weights = np.exp(gaps_per_s * rounds)
-    mean = float(np.average(rounds, weights=weights))
-    variance = float(np.average((rounds - mean) ** 2, weights=weights))
-    variance *= len(rounds) / (len(rounds) - 1)  # as the sample's own (n - 1) estimate
-    share = np.cumsum(weights) / weights.sum()
-    p95 = float(rounds[min(len(rounds) - 1, int(np.searchsorted(share, 0.95)))])
-    return ServiceSpread(mean, math.sqrt(variance) / mean, len(rounds), p95)
+    run_ns, wait_ns, _ = os.pread(fd, 256, 0).split()
+    return int(run_ns), int(wait_ns)
 
 
 def thread_state(fd: int) -> str:
@@ -85,71 +97,60 @@ def thread_state(fd: int) -> str:
 
 
 def sample_stretches(
-    pid: int, stop: threading.Event, every_s: float, longest_gap_s: float
-) -> tuple[list[float], int, float]:
-    """Seconds of each runnable stretch of `pid`'s main thread until `stop` is set, the
-    number of gaps between reads too long to trust (their stretches are left out), and
-    the seconds sampled."""
-    # Keep the sampler off the replica's core (CPU 0 when the cluster pins cores), so
+    pid: int, stop: threading.Event, every_s: float = SAMPLE_EVERY_S
+) -> list[Stretch]:
+    """Each runnable stretch of `pid`'s main thread until `stop` is set, with the CPU time
+    and the wait for a CPU the scheduler counted for it."""
+    # Keep the reader off the replica's core (CPU 0 when the cluster pins cores), so
     # that it does not stretch what it times.
     others = os.sched_getaffinity(0) - {0}
     if others:
         os.sched_setaffinity(0, others)
     # Where allowed, read at a high priority: a reader held up by the load it measures
-    # leaves stretches untimed, and more often long ones.
+    # misses more of the pauses between rounds.
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, 0, READER_NICE)
-    stretches: list[float] = []
-    unseen, sampled = 0, 0.0
+    stretches: list[Stretch] = []
+    task = f"/proc/{pid}/task/{pid}"
     try:
-        fd = os.open(f"/proc/{pid}/task/{pid}/stat", os.O_RDONLY)
+        stat, sched = (
+            os.open(f"{task}/stat", os.O_RDONLY),
+            os.open(f"{task}/schedstat", os.O_RDONLY),
+        )
     except FileNotFoundError:
-        return stretches, unseen, sampled
+        return stretches
     try:
-        was_runnable, last, began = False, time.perf_counter(), math.nan
+        # The counters when the thread was last seen asleep, and whether it ran since.
+        asleep: tuple[int, int] | None = None
+        ran = False
         while not stop.is_set():
             try:
-                runnable = thread_state(fd) == "R"
+                runnable = thread_state(stat) == "R"
+                counters = None if runnable else run_and_wait_ns(sched)
+                # Asleep on both sides of the counters' read: they did not move during it.
+                runnable = runnable or thread_state(stat) == "R"
             except OSError:
                 break  # the replica exited
-            now = time.perf_counter()
-            # A gap: the reader itself waited for a CPU. An edge inside it is not known to
-            # a millisecond, and a pause between two rounds may hide in it: the stretch it
-            # falls in is not timed.
-            gap = now - last > longest_gap_s
-            unseen += gap
-            if runnable != was_runnable:
-                # The change happened between the last read and this one: its midpoint.
-                edge = (last + now) / 2
-                if runnable:
-                    began = math.nan if gap else edge
-                elif not (gap or math.isnan(began)):
-                    stretches.append(edge - began)
-                was_runnable = runnable
-            elif gap:
-                began = math.nan
-            sampled += now - last
-            last = now
+            if runnable:
+                ran = asleep is not None
+            elif counters is not None:
+                if ran and asleep is not None:
+                    cpu_ns, wait_ns = counters[0] - asleep[0], counters[1] - asleep[1]
+                    stretches.append(Stretch((cpu_ns + wait_ns) / 1e9, cpu_ns / 1e9))
+                asleep, ran = counters, False
             time.sleep(every_s)
     finally:
-        os.close(fd)
-    return stretches, unseen, sampled
+        os.close(stat)
+        os.close(sched)
+    return stretches
 
 
 class RunStateSampler:
-    """Records the stretches during which a process's main thread was runnable.
-
-    The sampling runs in a process of its own (`python -m loadtest.service_spread PID`,
-    stopped by SIGTERM): in a thread it would wait for the calibrating process's
-    interpreter lock, milliseconds at a time, and miss edges.
-    """
+    """Records the runnable stretches of a process's main thread, from a process of its own."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
-        self.stretches_s: list[float] = []
-        #: Gaps between two reads longer than `LONGEST_GAP_S` (stretches not timed).
-        self.unseen = 0
-        self.sampled_s = 0.0
+        self.stretches: list[Stretch] = []
         self._process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -158,10 +159,10 @@ class RunStateSampler:
             stdout=subprocess.PIPE,
         )
 
-    def stop(self) -> list[float]:
+    def stop(self) -> list[Stretch]:
         process, self._process = self._process, None
         if process is None:
-            return self.stretches_s
+            return self.stretches
         process.send_signal(signal.SIGTERM)
         try:
             out, _ = process.communicate(timeout=10)
@@ -169,23 +170,16 @@ class RunStateSampler:
             process.kill()
             process.communicate(timeout=5)
             raise
-        found = json.loads(out or b"{}")
-        self.stretches_s, self.unseen = found.get("stretches_s", []), found.get("unseen", 0)
-        self.sampled_s = found.get("sampled_s", 0.0)
-        return self.stretches_s
-
-    @property
-    def gaps_per_s(self) -> float:
-        """How often the reader was held up: the rate `spread_of` corrects for."""
-        return self.unseen / self.sampled_s if self.sampled_s else 0.0
+        self.stretches = [Stretch(*pair) for pair in json.loads(out or b"[]")]
+        return self.stretches
 
 
 def main(argv: list[str]) -> None:
-    """Sample the process `argv[0]` until SIGTERM, then print the stretches as JSON."""
+    """Sample the process `argv[0]` until SIGTERM, then print [busy_s, cpu_s] pairs as JSON."""
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    stretches, unseen, sampled = sample_stretches(int(argv[0]), stop, SAMPLE_EVERY_S, LONGEST_GAP_S)
-    print(json.dumps({"stretches_s": stretches, "unseen": unseen, "sampled_s": sampled}))
+    stretches = sample_stretches(int(argv[0]), stop)
+    print(json.dumps([[s.busy_s, s.cpu_s] for s in stretches]))
 
 
 if __name__ == "__main__":
