@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import anyio
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import RpcError
@@ -105,7 +105,7 @@ class Departure:
 
     async def __call__(self) -> bool:
         if not self._gone:
-            message: dict[str, Any] = {}
+            message: Message = {}
             with anyio.CancelScope() as scope:
                 scope.cancel()
                 message = await self._receive()
