@@ -146,3 +146,12 @@ def network_delay(call_delays_s: list[float], rounds: int = 2) -> tuple[float, f
     sums = np.exp(sigma * normals).sum(axis=1)
     scale = median / float(np.quantile(sums, 0.5))  # per-round median
     return float(scale * math.exp(sigma**2 / 2)), math.sqrt(math.expm1(sigma**2))
+
+
+def delay_outside(
+    call_latencies_ms: list[float], round_service_s: float, rounds: int = 2
+) -> tuple[float, float]:
+    """Mean and cv of the per-round delay outside the replica (client, balancer, wire):
+    what calls of `rounds` rounds took beyond `rounds` times the service of a round."""
+    delays = [ms / 1e3 - rounds * round_service_s for ms in call_latencies_ms]
+    return network_delay(delays, rounds)
