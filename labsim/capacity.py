@@ -59,7 +59,7 @@ class PlanRequest:
     slo_completed_fraction: float = 0.99  # of the calls whose user answers
     vcpus_per_replica: float = 2.0  # AWS Fargate task size 2 vCPU, one worker per vCPU
     target_cpu_utilization: float = 0.7  # assumption: a usual target-tracking target
-    base_memory_bytes: int = 52_490_240  # measured.json: RSS of a warmed-up idle replica
+    base_memory_bytes: int = 52_424_704  # measured.json: RSS of a warmed-up idle replica
     replications: int = 3  # seeded runs per fleet size
     measure_s: float = 300.0  # simulated seconds measured after the warm-up
     seed: int = 0

@@ -101,15 +101,15 @@ class WorkloadParams:
     tools: tuple[str, ...] = ("crunch", "get_weather", "link_accounts")
     tool_mix: tuple[float, ...] = (0.5, 0.3, 0.2)  # assumption: share of calls per tool
     round_cpu: ServiceTime = field(default_factory=ServiceTime)  # calibrated from the live swarm
-    request_overhead_s: float = 0.000315  # measured.json: replica CPU per round (fitted)
+    request_overhead_s: float = 0.000186  # measured.json: replica CPU per round (fitted)
     think_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
     think_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes
     think_scale: float = 1.0  # multiplier for sweeps; 0 = users answer instantly
     never_answer_fraction: float = 0.05  # docs/model.md: assumption (the seed: maybe never)
     calls_per_session: float = 1.0  # assumption: each call its own session unless a scenario says
     session_s: float = 1800.0  # assumption: a session's calls spread over half an hour
-    request_bytes: int = 443  # measured.json: mean JSON-RPC request body per round
-    response_bytes: int = 320  # measured.json: mean JSON-RPC response body per round
+    request_bytes: int = 445  # measured.json: mean JSON-RPC request body per round
+    response_bytes: int = 322  # measured.json: mean JSON-RPC response body per round
 
     def __post_init__(self) -> None:
         _check_numbers(
@@ -185,13 +185,13 @@ class ClusterParams:
     lb_policy: str = "round-robin"  # AWS ALB and HAProxy default algorithm
     lb_idle_timeout_s: float = 60.0  # AWS ALB default idle timeout
     sse_keepalive_s: float = 15.0  # sse-starlette's default ping interval; 0 = no keep-alives
-    held_call_bytes: int = 40_940  # measured.json: RSS a held get_weather call adds (40 KiB)
+    held_call_bytes: int = 36_229  # measured.json: RSS a held get_weather call adds (35 KiB)
     shed_policy: str = "none"  # no load shedding unless a scenario asks for it
     shed_queue_threshold: int = 8  # assumption: shed when 4 requests per worker wait
     checkpoint_fraction: float = 0.5  # assumption: a tool checkpoints halfway through its work
     tool_version: int = 1  # the seed's old tool: asks github_login, then google_login
-    network_rtt_s: float = 0.00125  # measured.json: wire + LB + client per round
-    network_rtt_cv: float = 0.713  # measured.json: spread (std / mean) of that delay
+    network_rtt_s: float = 0.000572  # measured.json: wire + LB + client per round
+    network_rtt_cv: float = 0.301  # measured.json: spread (std / mean) of that delay
 
     def __post_init__(self) -> None:
         for name in ("replicas", "workers_per_replica", "connection_limit"):
@@ -290,8 +290,8 @@ class TaskParams:
 class StateParams:
     """The sealed `requestState` an MRTR server hands the client between rounds."""
 
-    seal_cpu_s: float = 4.84e-6  # measured.json: seal of a 1 KB state, in process
-    open_cpu_s: float = 6.75e-6  # measured.json: open of the same state, in process
+    seal_cpu_s: float = 3.02e-6  # measured.json: seal of a 1 KB state, in process
+    open_cpu_s: float = 4.22e-6  # measured.json: open of the same state, in process
     base_bytes: int = 300  # assumption: nonce, tag, key id, principal, expiry, digest, base64
     bytes_per_answer: int = 200  # assumption: one short answer, sealed and base64-encoded
     checkpoint_bytes: int = 4_096  # assumption: the progress of a half-done request

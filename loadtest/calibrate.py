@@ -57,7 +57,7 @@ from loadtest.waiting_calls import WaitingSampler
 #: and a health check then and again waits out its timeout behind the queue.
 UTILIZATIONS = (0.25, 0.50, 0.75)
 #: CPU a `quote` call spends per round, ms: enough that one Locust process can offer 85%
-#: of a replica's CPU (the server's own work per round is about 0.3 ms, Locust's per call more).
+#: of a replica's CPU (the server's own work per round is about 0.2 ms, Locust's per call more).
 QUOTE_CPU_MS = 8.0
 #: Mean seconds between a user's calls: users = rate x pacing. Much longer than a call
 #: (rounds plus think time), so the users' calls together are close to a Poisson stream.

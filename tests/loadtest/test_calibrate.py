@@ -181,7 +181,7 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
         "sticky",
         duration_s=5,
         probe_s=6,
-        spread_s=10,
+        spread_s=20,  # on a quiet machine about 1 round in 7 is timed alone: well over the minimum
         upgrade_s=8,
         utilizations=(0.1, 0.3),
         repeats=2,
