@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import labsim
-from labsim.tools import TOOLS
+from labsim.tools import TOOLS, requests_per_call
 from loadtest.config import LoadTestConfig
 from loadtest.simulated_user import DUPLICATE_SHARE
 
@@ -83,8 +83,7 @@ def twin_inputs(config: LoadTestConfig, summary: Mapping[str, Any] | None) -> Tw
     """The twin's inputs for `config`'s architecture, calibrated from `summary` if it ran."""
     shares = simulated_tool_mix(config.tool_mix)
     stops = think_stops_per_call(shares, config.arch)
-    names = tuple(shares)
-    rounds = labsim.tools.requests_per_call(names, tuple(shares.values()))
+    rounds = requests_per_call(tuple(shares), tuple(shares.values()))
     round_s, restart_s = UNMEASURED_ROUND_S, UNMEASURED_RESTART_S
     calls_per_session = 1.0
     if summary is not None:

@@ -164,7 +164,7 @@ class McpServer:
             return
         except Exception:
             response = self._internal_error(None)
-        await transport.send_response(response, scope, receive, send)
+        await response(scope, receive, send)
 
     async def post(self, scope: Scope, receive: Receive) -> Response:
         """Serve one JSON-RPC message POSTed to /mcp (the request's ASGI scope and channel)."""

@@ -157,20 +157,12 @@ class JsonMessageResponse(Response):
             (b"content-type", b"application/json"),
         ]
 
-
-async def send_response(response: Response, scope: Scope, receive: Receive, send: Send) -> None:
-    """Send `response` on the ASGI channel: a JSON message as its two messages, directly."""
-    if type(response) is JsonMessageResponse:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Its two ASGI messages, sent directly: it has no background task to run after."""
         await send(
-            {
-                "type": "http.response.start",
-                "status": response.status_code,
-                "headers": response.raw_headers,
-            }
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
-        await send({"type": "http.response.body", "body": response.body})
-    else:
-        await response(scope, receive, send)
+        await send({"type": "http.response.body", "body": self.body})
 
 
 def json_response(body: dict[str, Any], status: int = 200) -> Response:
