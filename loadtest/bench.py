@@ -36,6 +36,7 @@ from statistics import median
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from loadtest.microbench import (
     in_process_microbench,
@@ -113,16 +114,37 @@ class RunningTarget(ChildProcess):
         tick_s = 1 / os.sysconf("SC_CLK_TCK")
         return int(fields[11]) * tick_s, int(fields[12]) * tick_s
 
+    def gc_collections(self) -> list[int] | None:
+        """The lab's garbage collections so far by generation (0, 1, 2), from its /metrics.
+
+        None for a server without /metrics. Read outside the CPU and wrk windows; the
+        scrape's own allocations may add a collection to the next count (an upper bound).
+        """
+        if self.target.health_path is None:
+            return None
+        text = httpx.get(self.url.replace("/mcp", "/metrics"), timeout=10).text
+        counts = [0, 0, 0]
+        for family in text_string_to_metric_families(text):
+            if family.name == "python_gc_collections":
+                for sample in family.samples:
+                    if sample.name.endswith("_total"):
+                        counts[int(sample.labels["generation"])] = int(sample.value)
+        return counts
+
     def timed(self, kind: str, *, duration_s: float, connections: int) -> dict[str, float]:
         """One wrk run of round `kind`, with the server's CPU time per request.
 
         CPU per request is what a server costs whatever else runs on the machine: where
         other work takes part of the core, req/s falls but CPU per request hardly moves.
         """
+        collected_before = self.gc_collections()
         user_before, kernel_before = self.cpu_s()
         timed = self.rounds[kind]
         sample = run_wrk(self.url, timed, duration_s=duration_s, connections=connections)
         user_s, kernel_s = self.cpu_s()
+        if collected_before is not None:
+            after = self.gc_collections() or collected_before
+            sample["gc_collections"] = [a - b for a, b in zip(after, collected_before, strict=True)]
         per_request_us = 1e6 / sample["requests"]
         # The kernel's share (sockets, loopback TCP, epoll) apart from the process's own
         # user time: what a faster request path can cut is the user part.
@@ -236,7 +258,20 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
                 lab / bare for lab, bare in zip(spread["lab"], spread["bare"], strict=True)
             ]
             tails[kind]["lab/bare"] = median(lab_over_bare)
-    return {"servers": servers, "ratios": ratios, "p99_over_p50": tails}
+    report = {"servers": servers, "ratios": ratios, "p99_over_p50": tails}
+    lab = passes.get("lab", {})
+    if lab and all("gc_collections" in s for samples in lab.values() for s in samples):
+        report["lab_gc_per_10k_requests"] = {
+            kind: [
+                sum(s["gc_collections"][gen] for s in samples)
+                * 10_000
+                / sum(s["requests"] for s in samples)
+                for gen in range(3)
+            ]
+            for kind, samples in lab.items()
+        }
+        report["lab_gc_requests"] = sum(s["requests"] for v in lab.values() for s in v)
+    return report
 
 
 def run_bench(
@@ -324,6 +359,15 @@ def print_report(report: dict[str, Any]) -> None:
         print(
             "tail: lab's p99/p50 over bare's, median over passes (target 1.25x or less): "
             + ", ".join(f"{kind} {tails[kind]['lab/bare']:.2f}x" for kind in KINDS)
+        )
+    if "lab_gc_per_10k_requests" in report:
+        print(
+            f"lab's garbage collections per 10,000 timed requests "
+            f"({report['lab_gc_requests']:,} in all), generation 0/1/2: "
+            + ", ".join(
+                f"{kind} " + "/".join(f"{n:.2f}" for n in gens)
+                for kind, gens in report["lab_gc_per_10k_requests"].items()
+            )
         )
     if "request_state" in report:
         print_state_report(report["request_state"])

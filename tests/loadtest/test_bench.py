@@ -126,6 +126,10 @@ def test_bench_smoke_reports_every_round_ratio_and_tail() -> None:
             assert sample["cpu_us_per_request"] == pytest.approx(user + kernel)
     assert set(report["ratios"]) == {f"lab/bare {kind}" for kind in KINDS}
     assert set(report["p99_over_p50"]["shed"]) == {"bare", "lab", "lab/bare"}
+    # The lab's collections are read from its /metrics around each timed run.
+    gc_rates = report["lab_gc_per_10k_requests"]
+    assert set(gc_rates) == set(KINDS)
+    assert all(len(gens) == 3 and min(gens) >= 0 for gens in gc_rates.values())
 
 
 def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import jwt
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from server.client import MrtrClient
@@ -144,6 +145,19 @@ def test_metrics_count_requests_by_method_and_outcome(app: Any, http: TestClient
     assert 'mcp_requests_total{method="tools/call",outcome="complete"} 1.0' in text
     assert "mcp_in_flight_requests 0.0" in text
     assert "mrtr_input_required_results_total" in text
+
+
+def test_metrics_show_the_garbage_collections_by_generation(http: TestClient) -> None:
+    import gc
+
+    gc.collect(0)
+    counts = {
+        s.labels["generation"]: s.value
+        for family in text_string_to_metric_families(http.get("/metrics").text)
+        if family.name == "python_gc_collections"
+        for s in family.samples
+    }
+    assert set(counts) == {"0", "1", "2"} and counts["0"] >= 1
 
 
 def test_tokens_name_the_principal() -> None:
