@@ -9,6 +9,7 @@
     python -m loadtest bench [--json out.json]    # lab vs bare Starlette and the SDKs, with wrk
     python -m loadtest bench --state              # requestState seal + open vs raw AES-GCM
     python -m loadtest bench --held 200           # a waiting legacy call's memory, lab vs SDK
+    python -m loadtest bench --instructions 200   # instructions per request live, lab vs bare
     python -m loadtest calibrate --arch mrtr [--json out.json]  # live vs labsim, 3 loads
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
 """
@@ -177,6 +178,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _write(report, args.json)
         print_held(report)
         return 0
+    if args.instructions:
+        from loadtest.instructions import count_instructions, print_instructions
+
+        counts = count_instructions(requests=args.instructions)
+        _write(counts, args.json)
+        print_instructions(counts, args.instructions)
+        return 0
     if args.state:
         from loadtest.microbench import print_state_report, seal_open_microbench
 
@@ -339,6 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only memory per waiting 2025-11-25 call, lab vs the Python SDK's server",
     )
     bench.add_argument("--state", action="store_true", help="only requestState vs raw AES-GCM")
+    bench.add_argument(
+        "--instructions", type=int, default=0, metavar="N", help="only instructions per request"
+    )
     bench.add_argument("--json", default=None, help="write the report here")
     bench.set_defaults(run=cmd_bench)
     calibrate = sub.add_parser("calibrate", help="the simulation against the live cluster")

@@ -88,7 +88,7 @@ def missing(name: str) -> str | None:
 class RunningTarget(ChildProcess):
     """A server under test, started and pinned to core 0, with its rounds checked."""
 
-    def __init__(self, server: Target, port: int) -> None:
+    def __init__(self, server: Target, port: int, *, start_timeout_s: float = 30) -> None:
         self.target = server
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.process = subprocess.Popen(
@@ -99,7 +99,7 @@ class RunningTarget(ChildProcess):
             start_new_session=True,
         )
         try:
-            _wait_for(self.url, server, self.process)
+            _wait_for(self.url, server, self.process, start_timeout_s)
             self.rounds = rounds_for(self.url, ceiling=server.name == "bare")
             check_rounds(self.url, self.rounds)  # each round answers as it should
         except BaseException:
@@ -156,11 +156,11 @@ class RunningTarget(ChildProcess):
         return sample
 
 
-def _wait_for(url: str, server: Target, process: subprocess.Popen) -> None:
+def _wait_for(url: str, server: Target, process: subprocess.Popen, timeout_s: float) -> None:
     if server.health_path:
-        wait_until_healthy(url.replace("/mcp", server.health_path), 30, process)
+        wait_until_healthy(url.replace("/mcp", server.health_path), timeout_s, process)
         return
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{server.name} exited before it served")

@@ -149,3 +149,15 @@ def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None
     for kind in KINDS:
         assert report[kind]["bare_us"] > 0 and report[kind]["lab_us"] > 0
     assert report["shed"]["tool_us"] > 0
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_per_request_are_counted_live_on_each_server() -> None:
+    from loadtest.instructions import count_instructions
+
+    counts = count_instructions(kinds=("round1", "seal"), requests=5)
+    assert set(counts) == {"bare", "lab"}
+    for per_kind in counts.values():
+        assert set(per_kind) == {"round1", "seal"}
+        # A request through uvicorn and an app is tens of thousands of instructions at least.
+        assert all(n > 10_000 for n in per_kind.values())
