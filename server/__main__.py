@@ -218,6 +218,9 @@ def _serve(argv: list[str]) -> int:
         # The replica reads neither the client's address nor the scheme, so uvicorn's
         # X-Forwarded-* rewriting (a middleware on every request) would be work for nothing.
         proxy_headers=False,
+        # No "server: uvicorn" on every answer: MCP does not need it, and it tells a
+        # scanner the stack.
+        server_header=False,
         timeout_graceful_shutdown=math.ceil(config.shutdown_timeout_s),
         limit_concurrency=config.max_connections,
         timeout_keep_alive=math.ceil(config.idle_timeout_s),
