@@ -5,11 +5,13 @@
 The simulation is worth trusting only if, given parameters measured on the real system,
 it predicts that system. For one architecture:
 
-1. A probe: one replica (pinned to CPU 0 with HAProxy; Locust on CPU 1) at a low load.
-   Its CPU per round sets the three load levels, and its call latencies, beyond the
-   replica's CPU, give the per-round delay of client, balancer and wire (a lognormal).
+1. A probe: one replica (pinned to CPU 0 with HAProxy; Locust on CPU 1) at a low load
+   of `quote` calls that spend no CPU of their own, so that a call's latency is nearly
+   all delay outside the replica: beyond the replica's small busy time per round, it
+   gives the per-round delay of client, balancer and wire (a lognormal).
    Then the spread of the replica's service time per round, timed round by round on
-   the replica's thread while one user calls (`loadtest/service_spread.py`).
+   the replica's thread while one user calls (`loadtest/service_spread.py`); its busy
+   time per round sets the three load levels.
 2. Three open-loop levels at about 25%, 50% and 75% of the replica's time, each run
    `repeats` times, interleaved: users start `quote` calls (one question, two rounds,
    `QUOTE_CPU_MS` of CPU per round, so that one Locust process can load a replica) at
@@ -33,6 +35,7 @@ it predicts that system. For one architecture:
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -59,9 +62,15 @@ UTILIZATIONS = (0.25, 0.50, 0.75)
 #: CPU a `quote` call spends per round, ms: enough that one Locust process can offer 85%
 #: of a replica's CPU (the server's own work per round is about 0.2 ms, Locust's per call more).
 QUOTE_CPU_MS = 8.0
-#: Mean seconds between a user's calls: users = rate x pacing. Much longer than a call
-#: (rounds plus think time), so the users' calls together are close to a Poisson stream.
-PACING_S = 2.0
+#: Mean seconds between a user's calls: users = rate x pacing. A user's next call waits
+#: for its last to end, so a gap shorter than a call is lost and the users' calls together
+#: are a little smoother than the Poisson stream labsim offers, most of all when the
+#: replica is slow: at 2 s (one gap in eight lost) the twin's p95 at about 70% of the
+#: replica came out 10-17% above live in 3 runs of 3; at 8 s (one in thirty) 0.87-1.17x.
+PACING_S = 8.0
+#: The rolling upgrade keeps shorter pacing: its users are its sessions, and at 2 s each
+#: one makes several calls in the run (what a sticky cookie pins to a replica).
+UPGRADE_PACING_S = 2.0
 THINK_MEDIAN_S = 0.2
 THINK_SIGMA = 0.5
 #: Each level is run this many times and judged by its median: three is the fewest with a
@@ -77,8 +86,10 @@ SPREAD_THINK_MEDIAN_S = 0.02
 SPREAD_MIN_ROUNDS = 15
 #: Seconds at the start of a level left out (users spawning, connections opening).
 WARMUP_S = 3.0
-#: The probe's load: light, so that even on a busy shared machine nothing queues.
-PROBE_RATE_PER_S = 5.0
+#: The probe's load: light, so that even on a busy shared machine nothing queues, and
+#: its calls spend no CPU in the tool (a round is then about 0.3 ms of the replica's
+#: time), so subtracting it leaves the delay outside nearly untouched.
+PROBE_RATE_PER_S = 10.0
 #: Legacy calls held at once to measure the memory of one.
 HELD_CALLS = 100
 #: The rolling upgrade: two replicas, its load as a share of the (shared) core, when it
@@ -99,16 +110,18 @@ def _stderr(line: str) -> None:
 
 def level_config(arch: str, rate_per_s: float, duration_s: float, **fields: Any) -> LoadTestConfig:
     """The load-test settings of one calibration run offering `rate_per_s` calls/s."""
-    users = max(1, round(rate_per_s * PACING_S))
+    pacing_s = fields.pop("pacing_s", PACING_S)
+    users = max(1, round(rate_per_s * pacing_s)) if pacing_s else 1
     settings: dict[str, Any] = {
         "arch": arch,
         "scenario": "steady",
         "replicas": 1,
         "users": users,
-        # Spawned over one pacing interval, so the users' first calls do not all coincide.
-        "spawn_rate": users / PACING_S,
+        # All within a second or two: each user waits an exponential gap before its first
+        # call too, so together they offer a Poisson stream from the start.
+        "spawn_rate": max(1.0, users / 2),
         "duration_s": duration_s,
-        "pacing_s": PACING_S,
+        "pacing_s": pacing_s,
         "think_time_median_s": THINK_MEDIAN_S,
         "think_time_sigma": THINK_SIGMA,
         "tool_mix": {"quote": 1.0},
@@ -129,7 +142,7 @@ def run_level(
     def on_cluster(cluster: Cluster, moment: str) -> None:
         pids = [r.pid for r in cluster.replicas.values() if r.pid]
         if moment == "before":
-            hooks["meter"] = CpuMeter(pids)
+            hooks["meter"] = CpuMeter(pids, every_s=0.25)
             hooks["meter"].start()
             hooks["sampler"] = WaitingSampler(cluster)
             hooks["sampler"].start()
@@ -142,6 +155,7 @@ def run_level(
             # A replaced replica's CPU is gone with its process: upgrades are not metered.
             steady = config.scenario == "steady"
             hooks["cpu"] = hooks["meter"].stop(0) if steady else CpuStretch()
+            hooks["window"] = hooks["meter"].window if steady else None
 
     summary = run_scenario(config, progress=progress, on_cluster=on_cluster)
     calls = summary["calls"]
@@ -156,6 +170,9 @@ def run_level(
     clean = [c["latency_ms"] for c in done if not c["retries"] and not c["re_prompts"]]
     cpu: CpuStretch = hooks["cpu"]
     cpu.rounds = sum(c["rounds"] for c in calls)
+    # The replica's share of time busy in the steady window; the whole run's would count
+    # the seconds before the load generator's first call and after its last.
+    busy = hooks["window"](start, stop) if hooks["window"] else cpu
     return {
         "offered_per_s": len(window) / span,
         "users": config.users,
@@ -165,8 +182,8 @@ def run_level(
         "p50_ms": _quantile(latencies, 0.50),
         "p95_ms": _quantile(latencies, 0.95),
         # Busy: CPU time plus the wait for a CPU that other programs held (schedstat).
-        "utilization": cpu.busy_s / cpu.span_s if cpu.span_s else float("nan"),
-        "cpu_utilization": cpu.cpu_s / cpu.span_s if cpu.span_s else float("nan"),
+        "utilization": busy.busy_s / busy.span_s if busy.span_s else float("nan"),
+        "cpu_utilization": busy.cpu_s / busy.span_s if busy.span_s else float("nan"),
         "service_s": cpu.busy_s / cpu.rounds if cpu.rounds else float("nan"),
         "cpu": vars(cpu),
         "mean_waiting_calls": hooks["sampler"].mean(start, stop),
@@ -191,13 +208,7 @@ def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> 
     """The spread of the replica's service time per round, from its runnable stretches
     while one user calls in a closed loop (`loadtest/service_spread.py`)."""
     config = level_config(
-        arch,
-        1 / PACING_S,
-        duration_s,
-        users=1,
-        spawn_rate=1.0,
-        pacing_s=0.0,
-        think_time_median_s=SPREAD_THINK_MEDIAN_S,
+        arch, 1.0, duration_s, pacing_s=0.0, think_time_median_s=SPREAD_THINK_MEDIAN_S
     )
     progress(f"service spread: one user in a closed loop for {duration_s:g} s")
     run = run_level(config, progress, time_rounds=True)
@@ -228,17 +239,17 @@ def run_calibration(
     upgrade; live beside simulated. The service-spread run lasts `spread_s` (the probe's
     duration unless given)."""
     legacy = arch != "mrtr"
-    progress(f"probe: {PROBE_RATE_PER_S:g} calls/s for {probe_s:g} s")
-    probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s), progress)
+    progress(f"probe: {PROBE_RATE_PER_S:g} calls/s of no CPU for {probe_s:g} s")
+    probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s, quote_cpu_ms=0.0), progress)
     spread = measure_service_spread(arch, spread_s or probe_s, progress)
     # quote: two rounds a call. The replica's busy time per call sets the levels; each
     # level's rate comes from the service time the last run measured, as a busier replica
     # waits less often for a CPU and so takes less time per round. Later repeats offer
     # the rates of the first, so that they repeat one experiment.
-    busy_per_call_s = 2 * max(probe["service_s"], 1e-6)
+    busy_per_call_s = 2 * max(spread.busy_s, 1e-6)
     rates: list[float] = []
     runs: list[list[dict[str, Any]]] = [[] for _ in utilizations]
-    previous = probe
+    previous = {"service_s": spread.busy_s}
     # Levels interleaved across repeats (25, 50, 75%, 25, 50, 75% ...): a drift of the
     # shared machine's load hits every level alike instead of one.
     for repeat in range(repeats):
@@ -253,16 +264,21 @@ def run_calibration(
             previous = run_level(level_config(arch, rates[i], duration_s), progress)
             runs[i].append(previous)
     measured = [run for level in runs for run in level]
-    stretches = [CpuStretch(**lv["cpu"]) for lv in (probe, *measured)]
+    stretches = [CpuStretch(**lv["cpu"]) for lv in measured]
     round_cpu_s, idle_cpu = fit_cpu_per_round(stretches)
-    # Beyond the timed rounds' service, not the probe's busy time per round: at 5 calls/s
-    # that carries the replica's background work (health checks, /healthz polls), and a
-    # call's delay would come out too short, most often below zero and dropped.
-    network_s, network_cv = delay_outside(probe.pop("clean_latencies_ms"), spread.mean_s)
+    # Beyond the probe's own service per round: its busy time without the background work
+    # the fit found (health checks and timers, which at 10 calls/s are most of the busy
+    # time). A call of two such rounds is nearly all delay outside, so an error in what is
+    # subtracted moves the delay little.
+    probe_cpu = CpuStretch(**probe["cpu"])
+    probe_round_s = max(0.0, probe_cpu.busy_s - idle_cpu * probe_cpu.span_s) / max(
+        probe_cpu.rounds, 1
+    )
+    network_s, network_cv = delay_outside(probe.pop("clean_latencies_ms"), probe_round_s)
     held = measure_held(arch, held_calls, progress) if legacy else None
     simulated_held = SimParams().cluster.held_call_bytes
     inputs = LiveInputs(
-        round_cpu_s=probe["service_s"],
+        round_cpu_s=spread.busy_s,
         round_cpu_cv=spread.cv,
         network_s=network_s,
         network_cv=network_cv,
@@ -279,7 +295,10 @@ def run_calibration(
         "arch": arch,
         "calibrated": {
             "round_cpu_ms": round_cpu_s * 1e3,
+            # The probe's calls spend no CPU in the tool: its busy time per round, and
+            # that without the background work (what the delay is measured beyond).
             "probe_service_ms": probe["service_s"] * 1e3,
+            "probe_round_ms": probe_round_s * 1e3,
             "idle_cpu_per_s": idle_cpu,
             "network_ms": network_s * 1e3,
             "network_cv": network_cv,
@@ -314,16 +333,25 @@ def run_calibration(
             "object_graph": held["object_graph_bytes_per_call"],
         }
     if upgrade_s > 0:
-        report["upgrade"] = run_upgrade(arch, inputs, busy_per_call_s, upgrade_s, progress)
+        report["upgrade"] = run_upgrade(arch, inputs, busy_per_call_s, upgrade_s, progress, repeats)
     report["machine"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()}
     report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return report
 
 
 def run_upgrade(
-    arch: str, inputs: LiveInputs, busy_per_call_s: float, duration_s: float, progress: Progress
+    arch: str,
+    inputs: LiveInputs,
+    busy_per_call_s: float,
+    duration_s: float,
+    progress: Progress,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    """A live rolling upgrade of two replicas and its simulated twin."""
+    """A live rolling upgrade of two replicas, `repeats` times, and its simulated twin.
+
+    A run cuts a handful of calls at most, so one run's count is mostly chance: live
+    figures are means over the runs (each run's kept), as the simulated ones are over seeds.
+    """
     rate = UPGRADE_UTILIZATION / busy_per_call_s
     config = level_config(
         arch,
@@ -335,10 +363,25 @@ def run_upgrade(
         drain_timeout_s=UPGRADE_DRAIN_TIMEOUT_S,
         think_time_median_s=UPGRADE_THINK_MEDIAN_S,
         think_time_sigma=UPGRADE_THINK_SIGMA,
+        pacing_s=UPGRADE_PACING_S,
     )
-    progress(f"rolling upgrade: 2 replicas, {rate:.1f} calls/s for {duration_s:g} s")
-    live = run_level(config, progress)
-    restart = restart_s(live["faults"])
+    runs = []
+    for repeat in range(repeats):
+        progress(
+            f"rolling upgrade {repeat + 1}/{repeats}: 2 replicas, {rate:.1f} calls/s "
+            f"for {duration_s:g} s"
+        )
+        live = run_level(config, progress)
+        runs.append(
+            {
+                "lost": live["lost"],
+                "re_prompts": live["re_prompts"],
+                "restarts": live["retries"],
+                "calls": live["completed"] + live["not_completed"],
+                "restart_s": restart_s(live["faults"]),
+            }
+        )
+    restart = statistics.fmean(run["restart_s"] for run in runs)
     simulated = predict_upgrade(
         replace(inputs, think_median_s=UPGRADE_THINK_MEDIAN_S, think_sigma=UPGRADE_THINK_SIGMA),
         arch,
@@ -348,23 +391,25 @@ def run_upgrade(
         upgrade_at_s=UPGRADE_AT_S,
         drain_timeout_s=UPGRADE_DRAIN_TIMEOUT_S,
         restart_s=restart,
-        calls_per_session=duration_s / PACING_S,
+        calls_per_session=duration_s / UPGRADE_PACING_S,
     )
+    # Calls started again (legacy) or rounds sent again (MRTR) after a cut: live, a cut
+    # shows when the answer is refused; simulated, at once (no re-prompt if unanswered).
+    simulated["restarts"] += simulated["retries"]
+
+    def figure(key: str) -> dict[str, Any]:
+        measured = [run[key] for run in runs]
+        return {
+            "measured": statistics.fmean(measured),
+            "predicted": simulated[key],
+            "measured_runs": measured,
+        }
+
     return {
         "rate_per_s": rate,
         "drain_timeout_s": UPGRADE_DRAIN_TIMEOUT_S,
         "think_median_s": UPGRADE_THINK_MEDIAN_S,
         "restart_s": restart,
-        "lost": {"measured": live["lost"], "predicted": simulated["lost"]},
-        "re_prompts": {"measured": live["re_prompts"], "predicted": simulated["re_prompts"]},
-        # Calls started again (legacy) or rounds sent again (MRTR) after a cut: live, a cut
-        # shows when the answer is refused; simulated, at once (no re-prompt if unanswered).
-        "restarts": {
-            "measured": live["retries"],
-            "predicted": simulated["restarts"] + simulated["retries"],
-        },
-        "calls": {
-            "measured": live["completed"] + live["not_completed"],
-            "predicted": simulated["calls"],
-        },
+        "repeats": repeats,
+        **{key: figure(key) for key in ("lost", "re_prompts", "restarts", "calls")},
     }

@@ -16,8 +16,10 @@ def print_calibration(report: dict[str, Any]) -> None:
     c, inputs = report["calibrated"], report["inputs"]
     print(
         f"{report['arch']}: CPU {c['round_cpu_ms']:.3f} ms per round (fitted; quote spends "
-        f"{c['quote_cpu_ms']:g}), busy {c['probe_service_ms']:.3f} ms at the probe; network + LB "
-        f"+ client {c['network_ms']:.3f} ms per round "
+        f"{c['quote_cpu_ms']:g}); the probe's rounds (quote spends 0) busy "
+        f"{c['probe_service_ms']:.3f} ms, {c['probe_round_ms']:.3f} ms without background; the "
+        f"delay beyond them (network + LB + client) "
+        f"{c['network_ms']:.3f} ms per round "
         f"(mean, lognormal cv {c['network_cv']:.2f}); think median {c['think_median_s']:g} s"
     )
     print(
@@ -64,8 +66,15 @@ def print_calibration(report: dict[str, Any]) -> None:
         up = report["upgrade"]
         print(
             f"rolling upgrade (drain timeout {up['drain_timeout_s']:g} s, think median "
-            f"{up['think_median_s']:g} s, restart {up['restart_s']:.2f} s): lost "
-            f"{up['lost']['measured']} live / {up['lost']['predicted']:.1f} sim, re-prompts "
-            f"{up['re_prompts']['measured']} live / {up['re_prompts']['predicted']:.1f} sim, "
-            f"restarts {up['restarts']['measured']} live / {up['restarts']['predicted']:.1f} sim"
+            f"{up['think_median_s']:g} s, restart {up['restart_s']:.2f} s, means of "
+            f"{up['repeats']} live runs): "
+            + ", ".join(
+                f"{name} {up[key]['measured']:.1f} live "
+                f"{tuple(up[key]['measured_runs'])} / {up[key]['predicted']:.1f} sim"
+                for key, name in (
+                    ("lost", "lost"),
+                    ("re_prompts", "re-prompts"),
+                    ("restarts", "restarts"),
+                )
+            )
         )

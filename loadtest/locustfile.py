@@ -78,6 +78,11 @@ class FlowUser(FastHttpUser):
         self.rng = random.Random()
         self.think = ThinkTime(CONFIG.think_time_median_s, CONFIG.think_time_sigma, self.rng)
         self.path = "/mcp"
+        if CONFIG.pacing_s:
+            # The first call waits an exponential gap as every later one does: users spawned
+            # together (Locust starts a second's worth at once) then offer a Poisson stream
+            # from the start, not a burst of first calls.
+            gevent.sleep(self.rng.expovariate(1 / CONFIG.pacing_s))
 
     def pick_tool(self) -> str:
         if CONFIG.scenario == "overload":

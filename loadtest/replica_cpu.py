@@ -14,6 +14,7 @@ what its clients feel as service time.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -57,12 +58,18 @@ class CpuStretch:
 
 
 class CpuMeter:
-    """Reads the CPU time of a set of processes at the start and end of a stretch."""
+    """Reads the CPU time of a set of processes at the start and end of a stretch and,
+    with `every_s`, a few times a second in between, so that a window inside it can be
+    metered too (a load level's steady part, without the load generator's start and stop)."""
 
-    def __init__(self, pids: Iterable[int]) -> None:
+    def __init__(self, pids: Iterable[int], every_s: float | None = None) -> None:
         self.pids = list(pids)
-        self._cpu = self._wait = 0.0
-        self._at = 0.0
+        #: Seconds between readings inside a stretch; None: at its start and end only.
+        self.every_s = every_s
+        #: (wall-clock time, CPU seconds, wait seconds) read in the current stretch.
+        self.samples: list[tuple[float, float, float]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def total(self) -> float:
         return sum(cpu_seconds(pid) for pid in self.pids)
@@ -70,16 +77,39 @@ class CpuMeter:
     def waited(self) -> float:
         return sum(run_queue_wait_seconds(pid) for pid in self.pids)
 
+    def _read(self) -> None:
+        self.samples.append((time.time(), self.total(), self.waited()))
+
+    def _run(self, every_s: float) -> None:
+        try:
+            while not self._stop.wait(every_s):
+                self._read()
+        except FileNotFoundError:
+            return  # a replica that exited mid-stretch: its counters are gone
+
     def start(self) -> None:
-        self._cpu, self._wait, self._at = self.total(), self.waited(), time.monotonic()
+        """Begin a stretch (a meter may meter several, one after the other)."""
+        self.samples = []
+        self._read()
+        if self.every_s:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, args=(self.every_s,), daemon=True)
+            self._thread.start()
 
     def stop(self, rounds: int) -> CpuStretch:
-        return CpuStretch(
-            self.total() - self._cpu,
-            time.monotonic() - self._at,
-            rounds,
-            self.waited() - self._wait,
-        )
+        """The stretch from `start` to now, in which `rounds` rounds were served."""
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join(5)
+            self._thread = None
+        self._read()
+        return self.window(self.samples[0][0], self.samples[-1][0], rounds)
+
+    def window(self, start: float, stop: float, rounds: int = 0) -> CpuStretch:
+        """The readings closest inside [start, stop] (wall-clock seconds), as a stretch."""
+        inside = [s for s in self.samples if start <= s[0] <= stop] or self.samples[-1:]
+        (t0, cpu0, wait0), (t1, cpu1, wait1) = inside[0], inside[-1]
+        return CpuStretch(cpu1 - cpu0, t1 - t0, rounds, wait1 - wait0)
 
 
 #: The most CPU per second an idle replica plausibly uses (health checks, timers).

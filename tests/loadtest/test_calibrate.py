@@ -179,7 +179,7 @@ def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
 def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     report = run_calibration(
         "sticky",
-        duration_s=5,
+        duration_s=6,  # a 2 s window after the 3 s warm-up and before the last second
         probe_s=6,
         spread_s=20,  # on a quiet machine about 1 round in 7 is timed alone: well over the minimum
         upgrade_s=8,
@@ -203,6 +203,8 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     assert held["measured"] > 0 and held["object_graph"] > 1000  # RSS: too few calls to compare
     assert held["simulated"] > 0
     upgrade = report["upgrade"]
-    for key in ("lost", "re_prompts"):
-        assert set(upgrade[key]) == {"measured", "predicted"}
+    for key in ("lost", "re_prompts", "restarts", "calls"):
+        assert set(upgrade[key]) == {"measured", "predicted", "measured_runs"}
+        assert len(upgrade[key]["measured_runs"]) == upgrade["repeats"] == 2
+    assert min(upgrade["calls"]["measured_runs"]) > 0
     assert upgrade["restart_s"] > 0

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from labsim.measured import MEASURED_FIELDS
 from loadtest.haproxy import HAProxy
-from loadtest.replica_cpu import CpuStretch, fit_cpu_per_round
+from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 
 MEASURED = Path(__file__).parents[2] / "labsim" / "measured.json"
 
@@ -25,6 +27,25 @@ def test_the_cpu_fit_separates_idle_work_from_work_per_round() -> None:
     per_round, idle = fit_cpu_per_round(stretches)
     assert per_round == pytest.approx(0.0003)
     assert idle == pytest.approx(0.02)
+
+
+def test_a_window_inside_a_metered_stretch_has_its_own_busy_share() -> None:
+    # This process idles, works for half a second, idles again: the window around the work
+    # is busy most of its time, the whole stretch well under half.
+    meter = CpuMeter([os.getpid()], every_s=0.02)
+    meter.start()
+    time.sleep(0.6)
+    begin = time.time()
+    while time.time() - begin < 0.5:
+        sum(range(1000))
+    end = time.time()
+    time.sleep(0.6)
+    whole = meter.stop(rounds=7)
+    window = meter.window(begin, end)
+    assert whole.rounds == 7 and whole.span_s > 1.6
+    assert whole.busy_s / whole.span_s < 0.45
+    assert 0.3 < window.span_s <= end - begin
+    assert window.busy_s / window.span_s > 0.6
 
 
 def check_format(document: dict) -> None:
