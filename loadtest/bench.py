@@ -144,7 +144,8 @@ class RunningTarget(ChildProcess):
         user_s, kernel_s = self.cpu_s()
         if collected_before is not None:
             after = self.gc_collections() or collected_before
-            sample["gc_collections"] = [a - b for a, b in zip(after, collected_before, strict=True)]
+            for gen, (a, b) in enumerate(zip(after, collected_before, strict=True)):
+                sample[f"gc_collections_gen{gen}"] = float(a - b)
         per_request_us = 1e6 / sample["requests"]
         # The kernel's share (sockets, loopback TCP, epoll) apart from the process's own
         # user time: what a faster request path can cut is the user part.
@@ -260,10 +261,10 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
             tails[kind]["lab/bare"] = median(lab_over_bare)
     report = {"servers": servers, "ratios": ratios, "p99_over_p50": tails}
     lab = passes.get("lab", {})
-    if lab and all("gc_collections" in s for samples in lab.values() for s in samples):
+    if lab and all("gc_collections_gen0" in s for samples in lab.values() for s in samples):
         report["lab_gc_per_10k_requests"] = {
             kind: [
-                sum(s["gc_collections"][gen] for s in samples)
+                sum(s[f"gc_collections_gen{gen}"] for s in samples)
                 * 10_000
                 / sum(s["requests"] for s in samples)
                 for gen in range(3)
@@ -306,6 +307,25 @@ def run_bench(
     return report
 
 
+def _print_ratio_table(ratios: dict[str, Any], peers: list[str], prefix: str) -> None:
+    """One row per peer, one cell per round kind: the median ratio and its spread over passes.
+
+    `prefix` picks the ratio: "" for req/s, "cpu_" for CPU per request.
+    """
+    print((" " * 9 + "".join(f"{kind:<21}" for kind in KINDS)).rstrip())
+    for peer in peers:
+        cells = []
+        for kind in KINDS:
+            r = ratios[f"lab/{peer} {kind}"]
+            median_key = f"{prefix}median"
+            cells.append(
+                f"{r[median_key]:.2f}x ({r[prefix + 'min']:.2f}-{r[prefix + 'max']:.2f})"
+                if median_key in r
+                else "n/a"
+            )
+        print((f"{peer:<9}" + "".join(cell.ljust(21) for cell in cells)).rstrip())
+
+
 def print_report(report: dict[str, Any]) -> None:
     """The report as tables: every server and round, the lab's ratios, tails, microbenchmarks."""
     print(
@@ -333,28 +353,12 @@ def print_report(report: dict[str, Any]) -> None:
             )
     peers = [peer for peer in servers if peer != "lab"]
     print("lab's req/s over each peer's, median of per-pass ratios (min-max over passes):")
-    print(f"{'':<9}" + "".join(f"{kind:<21}" for kind in KINDS))
-    for peer in peers:
-        cells = []
-        for kind in KINDS:
-            r = report["ratios"][f"lab/{peer} {kind}"]
-            cells.append(f"{r['median']:.2f}x ({r['min']:.2f}-{r['max']:.2f})".ljust(21))
-        print(f"{peer:<9}" + "".join(cells))
+    _print_ratio_table(report["ratios"], peers, "")
     print(
         "each peer's CPU per request over the lab's (requests a core serves, lab/peer), "
         "median of per-pass ratios (min-max over passes):"
     )
-    print(f"{'':<9}" + "".join(f"{kind:<21}" for kind in KINDS))
-    for peer in peers:
-        cells = []
-        for kind in KINDS:
-            r = report["ratios"][f"lab/{peer} {kind}"]
-            cells.append(
-                f"{r['cpu_median']:.2f}x ({r['cpu_min']:.2f}-{r['cpu_max']:.2f})"
-                if "cpu_median" in r
-                else "n/a"
-            )
-        print(f"{peer:<9}" + "".join(cell.ljust(21) for cell in cells))
+    _print_ratio_table(report["ratios"], peers, "cpu_")
     if "bare" in servers:
         print(
             "tail: lab's p99/p50 over bare's, median over passes (target 1.25x or less): "

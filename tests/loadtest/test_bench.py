@@ -8,7 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from loadtest.bench import SERVERS, RunningTarget, missing, run_bench, summarise, target
+from loadtest.bench import (
+    SERVERS,
+    RunningTarget,
+    missing,
+    print_report,
+    run_bench,
+    summarise,
+    target,
+)
 from loadtest.microbench import seal_open_microbench
 from loadtest.rounds import KINDS, Round, call_body
 from loadtest.wrk import WrkRunError, lua_script, parse_wrk, run_wrk
@@ -113,7 +121,7 @@ def test_every_server_answers_every_round_correctly_under_wrk(name: str) -> None
 
 
 @needs_wrk
-def test_bench_smoke_reports_every_round_ratio_and_tail() -> None:
+def test_bench_smoke_reports_every_round_ratio_and_tail(capsys: pytest.CaptureFixture) -> None:
     report = run_bench(duration_s=1, connections=4, passes=1, servers=("bare", "lab"), micro=False)
     assert set(report["servers"]) == {"bare", "lab"}
     for server in report["servers"].values():
@@ -130,6 +138,11 @@ def test_bench_smoke_reports_every_round_ratio_and_tail() -> None:
     gc_rates = report["lab_gc_per_10k_requests"]
     assert set(gc_rates) == set(KINDS)
     assert all(len(gens) == 3 and min(gens) >= 0 for gens in gc_rates.values())
+    # The printed tables name every ratio and end no line in blanks (the README copies them).
+    print_report(report)
+    printed = capsys.readouterr().out
+    assert "lab's req/s over each peer's" in printed and "\nbare     " in printed
+    assert all(line == line.rstrip() for line in printed.splitlines())
 
 
 def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() -> None:
