@@ -11,6 +11,7 @@
     python -m loadtest bench --held 200           # a waiting legacy call's memory, lab vs SDK
     python -m loadtest bench --instructions 200   # instructions per request live, lab vs bare
     python -m loadtest calibrate --arch mrtr [--json out.json]  # live vs labsim, 3 loads
+    python -m loadtest calibrate --show a.json b.json   # stored reports as Markdown tables
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
 """
 
@@ -32,6 +33,7 @@ from loadtest.config import (
     LoadTestConfig,
     LoadTestError,
 )
+from loadtest.summary import print_table
 from loadtest.swarm_options import add_swarm_options
 
 
@@ -205,8 +207,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from loadtest.calibrate import run_calibration
-    from loadtest.calibration_table import print_calibration
+    from loadtest.calibration_table import print_calibration, print_stored
 
+    if args.show:
+        print_stored(args.show)
+        return 0
     report = run_calibration(
         args.arch,
         duration_s=args.duration_s,
@@ -226,34 +231,6 @@ def cmd_measure(args: argparse.Namespace) -> int:
     _write(document, args.json)
     print(json.dumps(document["values"], indent=2))
     return 0
-
-
-def print_table(summaries: list[dict[str, Any]]) -> None:
-    """One row per run: outcomes, held questions, re-prompts, latency and throughput."""
-    header = (
-        f"{'arch':<10} {'scenario':<16} {'started':>7} {'done':>6} {'failed':>6} {'lost':>5} "
-        f"{'held':>5} {'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    for s in summaries:
-        lat = s["latency_ms"]
-        print(
-            f"{s['arch']:<10} {s['scenario']:<16} {s['started']:>7} {s['completed']:>6} "
-            f"{s['failed']:>6} {s['lost']:>5} {s.get('held', 0):>5} {s['re_prompts']:>8} "
-            f"{_ms(lat['p50']):>8} "
-            f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
-        )
-    for s in summaries:
-        if s.get("per_replica"):
-            served = ", ".join(f"{r} {v['requests']}" for r, v in s["per_replica"].items())
-            print(f"{s['arch']} HTTP requests per replica: {served}")
-        if s["tasks"]["started"] or s["tasks"]["refused"]:
-            print(f"{s['arch']} tasks: " + ", ".join(f"{k} {v}" for k, v in s["tasks"].items()))
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
 
 
 def _html_beside(json_path: str | None, arch: str = "") -> Path | None:
@@ -361,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate.add_argument("--upgrade", dest="upgrade_s", type=float, default=16.0,
                            help="seconds of the rolling-upgrade run; 0 skips it")  # fmt: skip
     calibrate.add_argument("--json", default=None, help="write the report here")
+    calibrate.add_argument("--show", nargs="+", metavar="F", default=None,
+                           help="print stored reports as Markdown tables, run nothing")  # fmt: skip
     calibrate.set_defaults(run=cmd_calibrate)
     soak = sub.add_parser("soak", help="idle sockets beside a swarm: is every call served?")
     soak.add_argument("--idle", type=int, default=1100, help="sockets that never send")

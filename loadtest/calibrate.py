@@ -5,27 +5,28 @@
 The simulation is worth trusting only if, given parameters measured on the real system,
 it predicts that system. For one architecture:
 
-1. A probe: one replica (pinned to CPU 0 with HAProxy; Locust on CPU 1) at a low load
+1. A probe: one replica (pinned to CPU 0 with HAProxy; Locust on CPU 1) at a light load
    of `quote` calls that spend no CPU of their own, so that a call's latency is nearly
-   all delay outside the replica: beyond the replica's small busy time per round, it
+   all delay outside the replica: beyond the replica's own busy time per round, it
    gives the per-round delay of client, balancer and wire (a lognormal).
    Then the spread of the replica's service time per round, timed round by round on
    the replica's thread while one user calls (`loadtest/service_spread.py`); its busy
    time per round sets the three load levels.
-2. Three open-loop levels at about 25%, 50% and 75% of the replica's time, each run
+2. Three open-loop levels at about 25%, 50% and 77% of the replica's time, each run
    `repeats` times, interleaved: users start `quote` calls (one question, two rounds,
    `QUOTE_CPU_MS` of CPU per round, so that one Locust process can load a replica) at
-   exponential intervals and think for a lognormal time before answering. Measured:
-   throughput, p50 and p95 of a call's latency without think time, the replica's CPU
-   (from /proc), and for the legacy architectures the calls waiting at each moment.
-3. The replica's service time per round is what it was busy with each round: its CPU
-   time plus the time it waited for a CPU held by other programs (on a quiet machine
-   nearly nothing; on a shared one, the difference between a fast and a slow replica).
-   labsim gets each run's mean service time with the measured spread, the network
-   delay, the rate the run offered and the think time (`loadtest/calibration_model.py`)
-   and predicts every figure; a level's figures are the medians over its runs
-   (`loadtest/calibration_levels.py`). The CPU per round alone is fitted over all runs
-   and reported beside it.
+   exponential intervals and think for a lognormal time before answering
+   (`loadtest/calibration_run.py`). Measured: throughput, p50 and p95 of a call's
+   latency without think time, the replica's busy time (from /proc) in the steady
+   window, and for the legacy architectures the calls waiting at each moment.
+3. The replica's busy time is its CPU time plus the time it waited for a CPU held by
+   other programs (on a quiet machine nearly nothing; on a shared one, the difference
+   between a fast and a slow replica). Its background work (health checks, timers) is
+   fitted over all runs, as CPU per second beside CPU per round, and left out of a
+   round's service time. labsim gets each run's service time per round with the
+   measured spread, the network delay, the rate the run offered and the think time
+   (`loadtest/calibration_model.py`) and predicts every figure; a level's figures are
+   the medians over its runs (`loadtest/calibration_levels.py`).
 4. Legacy architectures: the memory a held call adds (live, `loadtest/held_memory.py`)
    beside the value labsim's defaults use.
 5. A rolling upgrade of two replicas with the same drain timeout and think time, live
@@ -36,43 +37,39 @@ from __future__ import annotations
 
 import os
 import statistics
-import sys
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from labsim.params import SimParams
 from loadtest.calibration_levels import level_row
 from loadtest.calibration_model import LiveInputs, delay_outside, predict_upgrade
-from loadtest.cluster import Cluster
+from loadtest.calibration_run import (
+    PACING_S,
+    QUOTE_CPU_MS,
+    THINK_MEDIAN_S,
+    THINK_SIGMA,
+    Progress,
+    level_config,
+    print_progress,
+    run_level,
+)
 from loadtest.config import LoadTestConfig
 from loadtest.measure import measure_held
-from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
-from loadtest.scenarios import run_scenario
-from loadtest.service_spread import RunStateSampler, ServiceSpread, spread_of
+from loadtest.replica_cpu import CpuStretch, busy_per_round, fit_cpu_per_round
+from loadtest.service_spread import ServiceSpread, spread_of
 from loadtest.upgrade import restart_s
-from loadtest.waiting_calls import WaitingSampler
 
-#: Shares of the replica's time the three levels aim at. The top one stays at 0.75: near
-#: saturation a p95 grows as 1 / (1 - utilisation), so at 0.85 the few points between the
-#: level aimed at and the one reached on a shared core (0.85 vs 0.89) move it by a third,
-#: and a health check then and again waits out its timeout behind the queue.
-UTILIZATIONS = (0.25, 0.50, 0.75)
-#: CPU a `quote` call spends per round, ms: enough that one Locust process can offer 85%
-#: of a replica's CPU (the server's own work per round is about 0.2 ms, Locust's per call more).
-QUOTE_CPU_MS = 8.0
-#: Mean seconds between a user's calls: users = rate x pacing. A user's next call waits
-#: for its last to end, so a gap shorter than a call is lost and the users' calls together
-#: are a little smoother than the Poisson stream labsim offers, most of all when the
-#: replica is slow: at 2 s (one gap in eight lost) the twin's p95 at about 70% of the
-#: replica came out 10-17% above live in 3 runs of 3; at 8 s (one in thirty) 0.87-1.17x.
-PACING_S = 8.0
+#: Shares of the replica's time the three levels aim at. The top one is 0.77, not 0.85:
+#: near saturation a p95 grows as 1 / (1 - utilisation), so at 0.85 the few points between
+#: the level aimed at and the one reached on a shared core (0.85 vs 0.89) move it by a
+#: third. Not 0.75 either: a replica's service per round falls as its load grows (fewer
+#: wake-ups from idle), so a level aimed at 0.75 from the lower levels' service reached
+#: 0.69 under sticky routing, below the 0.7 the top level must reach.
+UTILIZATIONS = (0.25, 0.50, 0.77)
 #: The rolling upgrade keeps shorter pacing: its users are its sessions, and at 2 s each
 #: one makes several calls in the run (what a sticky cookie pins to a replica).
 UPGRADE_PACING_S = 2.0
-THINK_MEDIAN_S = 0.2
-THINK_SIGMA = 0.5
 #: Each level is run this many times and judged by its median: three is the fewest with a
 #: median that one disturbed run cannot move, and 3 levels x 3 runs of 40 s fit one
 #: architecture in about 8 minutes.
@@ -84,124 +81,25 @@ SPREAD_THINK_MEDIAN_S = 0.02
 #: most pauses between one call and the next go unseen, and only one round in seven or
 #: so is timed alone (49-95 of about 640 in 15 s).
 SPREAD_MIN_ROUNDS = 15
-#: Seconds at the start of a level left out (users spawning, connections opening).
-WARMUP_S = 3.0
-#: The probe's load: light, so that even on a busy shared machine nothing queues, and
-#: its calls spend no CPU in the tool (a round is then about 0.3 ms of the replica's
-#: time), so subtracting it leaves the delay outside nearly untouched.
-PROBE_RATE_PER_S = 10.0
+#: The probe's load: its calls spend no CPU in the tool (a round is then about 1 ms of the
+#: replica's time, a tenth of a level's), so that a call's latency is nearly all delay
+#: outside. The rate hardly matters to that delay (call p50 5.2-5.8 ms at 10, 40 and 120
+#: calls/s, interleaved, on `mrtr`); 40 calls/s keeps the replica about 10% busy, where
+#: a round waits a few hundredths of a ms for another, and gives some 450 calls in 15 s
+#: for the fit (10 calls/s gave about 100, and the fitted cv swung 0.9-1.7 between runs).
+PROBE_RATE_PER_S = 40.0
 #: Legacy calls held at once to measure the memory of one.
 HELD_CALLS = 100
 #: The rolling upgrade: two replicas, its load as a share of the (shared) core, when it
-#: starts, how long a replica may drain, and the users' think time (long enough that a
-#: drain timeout cuts some legacy calls).
+#: starts, how long a replica may drain, and the users' think time. The drain timeout is
+#: short enough that it cuts calls under both legacy architectures: at 1 s SSE + store
+#: cut 0 or 1 a run (0.3 live against 0.6 simulated over 3 runs, too few to compare); at
+#: 0.3 s 4-5 a run, and sticky 12-18.
 UPGRADE_UTILIZATION = 0.3
 UPGRADE_AT_S = 4.0
-UPGRADE_DRAIN_TIMEOUT_S = 1.0
+UPGRADE_DRAIN_TIMEOUT_S = 0.3
 UPGRADE_THINK_MEDIAN_S = 0.5
 UPGRADE_THINK_SIGMA = 0.6
-
-Progress = Callable[[str], None]
-
-
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
-def level_config(arch: str, rate_per_s: float, duration_s: float, **fields: Any) -> LoadTestConfig:
-    """The load-test settings of one calibration run offering `rate_per_s` calls/s."""
-    pacing_s = fields.pop("pacing_s", PACING_S)
-    users = max(1, round(rate_per_s * pacing_s)) if pacing_s else 1
-    settings: dict[str, Any] = {
-        "arch": arch,
-        "scenario": "steady",
-        "replicas": 1,
-        "users": users,
-        # All within a second or two: each user waits an exponential gap before its first
-        # call too, so together they offer a Poisson stream from the start.
-        "spawn_rate": max(1.0, users / 2),
-        "duration_s": duration_s,
-        "pacing_s": pacing_s,
-        "think_time_median_s": THINK_MEDIAN_S,
-        "think_time_sigma": THINK_SIGMA,
-        "tool_mix": {"quote": 1.0},
-        "quote_cpu_ms": QUOTE_CPU_MS,
-        "pin_cores": True,
-        **fields,
-    }
-    return LoadTestConfig(**settings)
-
-
-def run_level(
-    config: LoadTestConfig, progress: Progress = _stderr, *, time_rounds: bool = False
-) -> dict[str, Any]:
-    """One live level: throughput, latency, replica CPU and waiting calls in its window;
-    with `time_rounds`, the first replica's runnable stretches too (`service_spread`)."""
-    hooks: dict[str, Any] = {}
-
-    def on_cluster(cluster: Cluster, moment: str) -> None:
-        pids = [r.pid for r in cluster.replicas.values() if r.pid]
-        if moment == "before":
-            hooks["meter"] = CpuMeter(pids, every_s=0.25)
-            hooks["meter"].start()
-            hooks["sampler"] = WaitingSampler(cluster)
-            hooks["sampler"].start()
-            if time_rounds:
-                hooks["rounds"] = RunStateSampler(pids[0])
-                hooks["rounds"].start()
-        else:
-            hooks["sampler"].stop()
-            hooks["stretches"] = hooks["rounds"].stop() if time_rounds else []
-            # A replaced replica's CPU is gone with its process: upgrades are not metered.
-            steady = config.scenario == "steady"
-            hooks["cpu"] = hooks["meter"].stop(0) if steady else CpuStretch()
-            hooks["window"] = hooks["meter"].window if steady else None
-
-    summary = run_scenario(config, progress=progress, on_cluster=on_cluster)
-    calls = summary["calls"]
-    first = min((c["started"] for c in calls), default=0.0)
-    # The steady window: after the users have spawned, and one second short of the end.
-    start, stop = first + WARMUP_S, first + config.duration_s - 1.0
-    span = max(stop - start, 1e-9)
-    window = [c for c in calls if start <= c["started"] <= stop]
-    done = [c for c in window if c["outcome"] == "completed"]
-    latencies = [c["latency_ms"] for c in done]
-    # Calls that went straight through (no retry, no restart): the network delay's sample.
-    clean = [c["latency_ms"] for c in done if not c["retries"] and not c["re_prompts"]]
-    cpu: CpuStretch = hooks["cpu"]
-    cpu.rounds = sum(c["rounds"] for c in calls)
-    # The replica's share of time busy in the steady window; the whole run's would count
-    # the seconds before the load generator's first call and after its last.
-    busy = hooks["window"](start, stop) if hooks["window"] else cpu
-    return {
-        "offered_per_s": len(window) / span,
-        "users": config.users,
-        "completed": len(done),
-        "not_completed": len(window) - len(done),
-        "throughput_per_s": len(done) / span,
-        "p50_ms": _quantile(latencies, 0.50),
-        "p95_ms": _quantile(latencies, 0.95),
-        # Busy: CPU time plus the wait for a CPU that other programs held (schedstat).
-        "utilization": busy.busy_s / busy.span_s if busy.span_s else float("nan"),
-        "cpu_utilization": busy.cpu_s / busy.span_s if busy.span_s else float("nan"),
-        "service_s": cpu.busy_s / cpu.rounds if cpu.rounds else float("nan"),
-        "cpu": vars(cpu),
-        "mean_waiting_calls": hooks["sampler"].mean(start, stop),
-        "clean_latencies_ms": clean,
-        "errors": summary["errors"],
-        "lost": summary["lost"],
-        "re_prompts": summary["re_prompts"],
-        "retries": summary["retries"],
-        "faults": summary["faults"],
-        "stretches": hooks["stretches"],
-    }
-
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> ServiceSpread:
@@ -233,7 +131,7 @@ def run_calibration(
     repeats: int = REPEATS,
     spread_s: float | None = None,
     held_calls: int = HELD_CALLS,
-    progress: Progress = _stderr,
+    progress: Progress = print_progress,
 ) -> dict[str, Any]:
     """Probe, service spread, three levels `repeats` times, held memory and a rolling
     upgrade; live beside simulated. The service-spread run lasts `spread_s` (the probe's
@@ -266,14 +164,17 @@ def run_calibration(
     measured = [run for level in runs for run in level]
     stretches = [CpuStretch(**lv["cpu"]) for lv in measured]
     round_cpu_s, idle_cpu = fit_cpu_per_round(stretches)
-    # Beyond the probe's own service per round: its busy time without the background work
-    # the fit found (health checks and timers, which at 10 calls/s are most of the busy
-    # time). A call of two such rounds is nearly all delay outside, so an error in what is
-    # subtracted moves the delay little.
-    probe_cpu = CpuStretch(**probe["cpu"])
-    probe_round_s = max(0.0, probe_cpu.busy_s - idle_cpu * probe_cpu.span_s) / max(
-        probe_cpu.rounds, 1
-    )
+    # A round's own service: the replica's busy time in a run's steady window without the
+    # background work the fit found (health checks, timers: some 3% of the replica), per
+    # round served there. Charged per round, the background would lengthen every simulated
+    # round by 0.5-1.5 ms at the lower levels; as work of its own it delays a round by a
+    # few hundredths of a ms (a short job now and then), so the twin leaves it out of its
+    # rounds and adds it to its busy share only.
+    for run in measured:
+        run["round_service_s"] = busy_per_round(CpuStretch(**run["window"]), idle_cpu)
+    # Beyond the probe's own service per round: a call of two such rounds is nearly all
+    # delay outside, so an error in what is subtracted moves the delay little.
+    probe_round_s = busy_per_round(CpuStretch(**probe["window"]), idle_cpu)
     network_s, network_cv = delay_outside(probe.pop("clean_latencies_ms"), probe_round_s)
     held = measure_held(arch, held_calls, progress) if legacy else None
     simulated_held = SimParams().cluster.held_call_bytes
@@ -288,7 +189,7 @@ def run_calibration(
         max_restarts=LoadTestConfig().max_retries,
     )
     levels = [
-        level_row(target, level_runs, inputs, arch)
+        level_row(target, level_runs, inputs, arch, background_per_s=idle_cpu)
         for target, level_runs in zip(utilizations, runs, strict=True)
     ]
     report: dict[str, Any] = {
@@ -377,21 +278,27 @@ def run_upgrade(
                 "lost": live["lost"],
                 "re_prompts": live["re_prompts"],
                 "restarts": live["retries"],
-                "calls": live["completed"] + live["not_completed"],
+                "calls": live["calls"],  # the whole run's, as the twin's are
                 "restart_s": restart_s(live["faults"]),
+                "offered_per_s": live["offered_per_s"],
             }
         )
     restart = statistics.fmean(run["restart_s"] for run in runs)
+    # The twin is offered what the users started, not the rate asked: a user's next call
+    # waits for its last (think time included) to end, so at 2 s pacing about a third of
+    # the calls asked for never start (in a trial, 179 calls live where 272 were asked).
+    offered = statistics.fmean(run["offered_per_s"] for run in runs)
     simulated = predict_upgrade(
         replace(inputs, think_median_s=UPGRADE_THINK_MEDIAN_S, think_sigma=UPGRADE_THINK_SIGMA),
         arch,
         replicas=2,
-        rate_per_s=rate,
+        rate_per_s=offered,
         duration_s=duration_s,
         upgrade_at_s=UPGRADE_AT_S,
         drain_timeout_s=UPGRADE_DRAIN_TIMEOUT_S,
         restart_s=restart,
-        calls_per_session=duration_s / UPGRADE_PACING_S,
+        # A live user is one session: the calls it made in the run.
+        calls_per_session=statistics.fmean(run["calls"] for run in runs) / config.users,
     )
     # Calls started again (legacy) or rounds sent again (MRTR) after a cut: live, a cut
     # shows when the answer is refused; simulated, at once (no re-prompt if unanswered).
@@ -407,6 +314,7 @@ def run_upgrade(
 
     return {
         "rate_per_s": rate,
+        "offered_per_s": offered,
         "drain_timeout_s": UPGRADE_DRAIN_TIMEOUT_S,
         "think_median_s": UPGRADE_THINK_MEDIAN_S,
         "restart_s": restart,

@@ -38,11 +38,20 @@ def ratio(row: dict[str, Any], name: str) -> float:
 
 
 def level_row(
-    target: float, runs: list[dict[str, Any]], inputs: LiveInputs, arch: str
+    target: float,
+    runs: list[dict[str, Any]],
+    inputs: LiveInputs,
+    arch: str,
+    *,
+    background_per_s: float = 0.0,
 ) -> dict[str, Any]:
-    """The report's row for one level: live runs (`calibrate.run_level`) and their twins."""
+    """The report's row for one level: live runs (`calibration_run.run_level`, each with its
+    `round_service_s`) and their twins. The twin serves rounds only: the replica's
+    background work, `background_per_s` of its time, is added to the twin's busy share."""
     predicted = [
-        predict_level(replace(inputs, round_cpu_s=run["service_s"]), arch, run["offered_per_s"])
+        predict_level(
+            replace(inputs, round_cpu_s=run["round_service_s"]), arch, run["offered_per_s"]
+        )
         for run in runs
     ]
 
@@ -53,7 +62,9 @@ def level_row(
         "target_utilization": target,
         "utilization": median("utilization"),
         "utilization_runs": [run["utilization"] for run in runs],
-        "utilization_predicted": statistics.median(p["utilization"] for p in predicted),
+        "utilization_predicted": statistics.median(p["utilization"] for p in predicted)
+        + background_per_s,
+        "background_per_s": background_per_s,
         "cpu_utilization": median("cpu_utilization"),
         # The share of the replica's busy time it spent waiting for a CPU other programs held.
         "cpu_wait_share": statistics.median(
@@ -62,7 +73,8 @@ def level_row(
             else float("nan")
             for run in runs
         ),
-        "service_ms": median("service_s") * 1e3,
+        # A round's own service time, as the twins got it.
+        "service_ms": median("round_service_s") * 1e3,
         "offered_per_s": median("offered_per_s"),
     }
     for key, name in FIGURES:

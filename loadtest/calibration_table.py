@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 
@@ -78,3 +80,57 @@ def print_calibration(report: dict[str, Any]) -> None:
                 )
             )
         )
+
+
+def markdown_levels(reports: list[dict[str, Any]]) -> list[str]:
+    """Stored calibration reports as one Markdown table of levels, as the README shows
+    them: live median (min-max over runs) / simulated median, and the ratios, any outside
+    ±20% in bold."""
+
+    def ratio(value: float) -> str:
+        text = f"{value:.2f}"
+        return text if 0.8 <= value <= 1.2 else f"**{text}**"
+
+    lines = [
+        "| arch | busy live / sim | wait | calls/s | p50 ms | p95 ms | ratios: calls/s, p50, p95 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for report in reports:
+        for row in report["levels"]:
+            t, p50, p95, r = row["throughput"], row["p50_ms"], row["p95_ms"], row["ratio"]
+            lines.append(
+                f"| `{report['arch']}` | {row['utilization']:.2f} / "
+                f"{row['utilization_predicted']:.2f} | {row['cpu_wait_share']:.2f} | "
+                f"{_live(t, 1)} / {t['predicted']:.1f} | {_live(p50, 0)} / "
+                f"{p50['predicted']:.0f} | {_live(p95, 0)} / {p95['predicted']:.0f} | "
+                + ", ".join(ratio(r[name]) for name in ("throughput", "p50_ms", "p95_ms"))
+                + " |"
+            )
+    return lines
+
+
+def markdown_upgrades(reports: list[dict[str, Any]]) -> list[str]:
+    """The rolling upgrades of stored reports as a Markdown table, live (each run) / simulated."""
+    lines = [
+        "| arch | lost live / sim | re-prompts live / sim | restarts live / sim | restart |",
+        "|---|---|---|---|---|",
+    ]
+    for report in reports:
+        if "upgrade" not in report:
+            continue
+        up = report["upgrade"]
+        cells = [
+            f"{up[key]['measured']:.1f} {tuple(up[key]['measured_runs'])} / "
+            f"{up[key]['predicted']:.1f}"
+            for key in ("lost", "re_prompts", "restarts")
+        ]
+        lines.append(
+            f"| `{report['arch']}` | " + " | ".join(cells) + f" | {up['restart_s']:.2f} s |"
+        )
+    return lines
+
+
+def print_stored(paths: list[str]) -> None:
+    """Stored reports (`calibrate --json`) as the README's two Markdown tables."""
+    reports = [json.loads(Path(path).read_text()) for path in paths]
+    print("\n".join([*markdown_levels(reports), "", *markdown_upgrades(reports)]))

@@ -116,6 +116,12 @@ class CpuMeter:
 MAX_IDLE_CPU = 0.05
 
 
+def busy_per_round(stretch: CpuStretch, background_per_s: float) -> float:
+    """The busy seconds a stretch spent per round served, without the replica's background
+    work (`background_per_s`, fitted by `fit_cpu_per_round`): what a round itself took."""
+    return max(0.0, stretch.busy_s - background_per_s * stretch.span_s) / max(stretch.rounds, 1)
+
+
 def fit_cpu_per_round(stretches: list[CpuStretch]) -> tuple[float, float]:
     """CPU seconds per round, and background CPU per second, fitted over the stretches."""
     spans = np.array([s.span_s for s in stretches])

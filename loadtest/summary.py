@@ -150,3 +150,31 @@ def timeline(
         if values:
             row["p50_ms"] = round(float(np.median(values)), 2)
     return rows
+
+
+def print_table(summaries: list[dict[str, Any]]) -> None:
+    """One row per run: outcomes, held questions, re-prompts, latency and throughput."""
+    header = (
+        f"{'arch':<10} {'scenario':<16} {'started':>7} {'done':>6} {'failed':>6} {'lost':>5} "
+        f"{'held':>5} {'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for s in summaries:
+        lat = s["latency_ms"]
+        print(
+            f"{s['arch']:<10} {s['scenario']:<16} {s['started']:>7} {s['completed']:>6} "
+            f"{s['failed']:>6} {s['lost']:>5} {s.get('held', 0):>5} {s['re_prompts']:>8} "
+            f"{_ms(lat['p50']):>8} "
+            f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
+        )
+    for s in summaries:
+        if s.get("per_replica"):
+            served = ", ".join(f"{r} {v['requests']}" for r, v in s["per_replica"].items())
+            print(f"{s['arch']} HTTP requests per replica: {served}")
+        if s["tasks"]["started"] or s["tasks"]["refused"]:
+            print(f"{s['arch']} tasks: " + ", ".join(f"{k} {v}" for k, v in s["tasks"].items()))
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

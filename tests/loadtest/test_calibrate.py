@@ -18,8 +18,9 @@ import pytest
 from loadtest.calibrate import SPREAD_MIN_ROUNDS, restart_s, run_calibration
 from loadtest.calibration_levels import level_row
 from loadtest.calibration_model import LiveInputs, delay_outside, network_delay, predict_level
+from loadtest.calibration_table import markdown_levels, markdown_upgrades
 from loadtest.haproxy import HAProxy
-from loadtest.replica_cpu import CpuStretch, fit_cpu_per_round
+from loadtest.replica_cpu import CpuStretch, busy_per_round, fit_cpu_per_round
 from loadtest.service_spread import Stretch, sample_stretches, spread_of
 
 INPUTS = LiveInputs(
@@ -151,7 +152,8 @@ def _run(p95_ms: float, service_s: float) -> dict:
         "p95_ms": p95_ms,
         "utilization": 0.4,
         "cpu_utilization": 0.3,
-        "service_s": service_s,
+        "service_s": service_s + 0.001,
+        "round_service_s": service_s,
         "mean_waiting_calls": 2.0,
         "users": 60,
         "completed": 300,
@@ -163,7 +165,7 @@ def _run(p95_ms: float, service_s: float) -> dict:
 
 def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
     runs = [_run(40.0, 0.005), _run(120.0, 0.005), _run(50.0, 0.006)]
-    row = level_row(0.5, runs, INPUTS, "sticky")
+    row = level_row(0.5, runs, INPUTS, "sticky", background_per_s=0.03)
     p95 = row["p95_ms"]
     assert p95["measured"] == 50.0 and p95["spread"] == [40.0, 120.0]
     assert p95["measured_runs"] == [40.0, 120.0, 50.0] and len(p95["predicted_runs"]) == 3
@@ -173,6 +175,19 @@ def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
     assert p95["predicted_runs"][2] > p95["predicted_runs"][0]
     assert row["held_memory_bytes"]["measured"] == 2.0 * INPUTS.held_call_bytes
     assert row["cpu_wait_share"] == pytest.approx(0.25)
+    # The twins serve each run's own rounds; the background work joins their busy share.
+    assert row["service_ms"] == pytest.approx(5.0)
+    alone = level_row(0.5, runs, INPUTS, "sticky")
+    gap = row["utilization_predicted"] - alone["utilization_predicted"]
+    assert gap == pytest.approx(0.03)
+
+
+def test_a_rounds_service_leaves_the_background_work_out() -> None:
+    # 10 s of a replica busy 2.5 s (CPU and wait) over 200 rounds, with 0.05 s/s background.
+    stretch = CpuStretch(cpu_s=2.0, span_s=10.0, rounds=200, wait_s=0.5)
+    assert busy_per_round(stretch, 0.05) == pytest.approx((2.5 - 0.5) / 200)
+    assert busy_per_round(stretch, 0.0) == pytest.approx(2.5 / 200)
+    assert busy_per_round(CpuStretch(cpu_s=0.1, span_s=10.0, rounds=0), 0.05) == 0.0
 
 
 @pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
@@ -181,7 +196,7 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
         "sticky",
         duration_s=6,  # a 2 s window after the 3 s warm-up and before the last second
         probe_s=6,
-        spread_s=20,  # on a quiet machine about 1 round in 7 is timed alone: well over the minimum
+        spread_s=12,  # on a quiet machine 1 round in 7 is timed alone: 80 or so, over the minimum
         upgrade_s=8,
         utilizations=(0.1, 0.3),
         repeats=2,
@@ -208,3 +223,8 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
         assert len(upgrade[key]["measured_runs"]) == upgrade["repeats"] == 2
     assert min(upgrade["calls"]["measured_runs"]) > 0
     assert upgrade["restart_s"] > 0
+    # The stored report renders as the README's tables: one row per level, one upgrade row.
+    levels = markdown_levels([report])
+    assert len(levels) == 2 + 2 and all(line.startswith("| `sticky` |") for line in levels[2:])
+    upgrades = markdown_upgrades([report])
+    assert len(upgrades) == 3 and upgrades[2].startswith("| `sticky` |")
