@@ -218,9 +218,13 @@ class Architecture(ABC):
         """The SimPy process of one tool call, from the first request to its outcome."""
 
     def execute(
-        self, call: Call, replica: Replica, cpu_s: float, sheddable: bool
+        self, call: Call, replica: Replica, cpu_s: float, sheddable: bool, crosses: bool = True
     ) -> Generator[simpy.Event, object, None]:
         """Queue for a worker on `replica` and work `cpu_s` seconds on the call.
+
+        `crosses`: the work comes with a request that crosses the wire and the load
+        balancer. A held legacy call resuming after its answer's POST does not: that POST
+        crossed (in, and its 202 out), and the resumed work queues for the worker again.
 
         With a shedding policy, a sheddable request reaches a checkpoint after
         `checkpoint_fraction` of its work; if more than `shed_queue_threshold`
@@ -228,7 +232,7 @@ class Architecture(ABC):
         (crash, drain) arrives as `Interrupt`; the worker is freed either way.
         """
         env = self.env
-        if self.network_rtt_s:
+        if crosses and self.network_rtt_s:
             # The request and its response cross the wire and the load balancer; no
             # worker is busy meanwhile.
             yield env.timeout(self.network_delay_s())

@@ -97,8 +97,10 @@ class HeldStream(Architecture):
         try:
             questions = call.spec.round_masks(replica.version)
             for round_index, round_mask in enumerate(questions):
+                # Only the tools/call POST crosses the wire here; a later round is the
+                # held call resuming once its answer's POST (which crossed) came in.
                 yield from self.execute(
-                    call, replica, extra_s + call.round_cpu_s(round_index), True
+                    call, replica, extra_s + call.round_cpu_s(round_index), True, round_index == 0
                 )
                 call.rounds += 1
                 subscribed = self.before_asking(call)
@@ -135,7 +137,7 @@ class HeldStream(Architecture):
                     break
             else:
                 yield from self.execute(
-                    call, replica, extra_s + call.round_cpu_s(len(questions)), True
+                    call, replica, extra_s + call.round_cpu_s(len(questions)), True, not questions
                 )
                 call.rounds += 1
                 call.bytes_out += workload.response_bytes

@@ -28,6 +28,12 @@ class Sticky(HeldStream):
     sticky = True
 
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
-        """The cookie brings the answer POST to the holder; parsing it joins the next round."""
-        yield from ()
-        return self.overhead_s
+        """The cookie brings the answer POST to the holder: a request of its own, which
+        queues for the holder's worker like any other (and the held call, woken by it,
+        queues again for its next round)."""
+        holder.connect()
+        try:
+            yield from self.execute(call, holder, self.overhead_s, False)
+        finally:
+            holder.disconnect()
+        return 0.0

@@ -86,7 +86,18 @@ def level_row(
         )
     row["ratio"] = {name: ratio(row, name) for _, name in FIGURES}
     row["live"] = [
-        {k: run[k] for k in ("users", "completed", "not_completed", "cpu", "errors")}
+        {
+            k: run[k]
+            for k in (
+                "users",
+                "completed",
+                "not_completed",
+                "cpu",
+                "errors",
+                "offered_per_s",
+                "round_service_s",
+            )
+        }
         for run in runs
     ]
     return row
