@@ -101,8 +101,8 @@ def markdown_levels(reports: list[dict[str, Any]]) -> list[str]:
             lines.append(
                 f"| `{report['arch']}` | {row['utilization']:.2f} / "
                 f"{row['utilization_predicted']:.2f} | {row['cpu_wait_share']:.2f} | "
-                f"{_live(t, 1)} / {t['predicted']:.1f} | {_live(p50, 0)} / "
-                f"{p50['predicted']:.0f} | {_live(p95, 0)} / {p95['predicted']:.0f} | "
+                f"{_live(t, 1)} / {t['predicted']:.1f} | {_live(p50, 1)} / "
+                f"{p50['predicted']:.1f} | {_live(p95, 0)} / {p95['predicted']:.0f} | "
                 + ", ".join(ratio(r[name]) for name in ("throughput", "p50_ms", "p95_ms"))
                 + " |"
             )
