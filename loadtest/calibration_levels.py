@@ -64,6 +64,7 @@ def level_row(
         "utilization_runs": [run["utilization"] for run in runs],
         "utilization_predicted": statistics.median(p["utilization"] for p in predicted)
         + background_per_s,
+        "utilization_predicted_runs": [p["utilization"] for p in predicted],
         "background_per_s": background_per_s,
         "cpu_utilization": median("cpu_utilization"),
         # The share of the replica's busy time it spent waiting for a CPU other programs held.
