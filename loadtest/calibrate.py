@@ -63,9 +63,9 @@ from loadtest.upgrade import restart_s
 #: Shares of the replica's time the three levels aim at. The top one is 0.77, not 0.85:
 #: near saturation a p95 grows as 1 / (1 - utilisation), so at 0.85 the few points between
 #: the level aimed at and the one reached on a shared core (0.85 vs 0.89) move it by a
-#: third. Not 0.75 either: a replica's service per round falls as its load grows (fewer
-#: wake-ups from idle), so a level aimed at 0.75 from the lower levels' service reached
-#: 0.69 under sticky routing, below the 0.7 the top level must reach.
+#: third. Not 0.75 either: a replica's service per round falls as its load grows, so a
+#: level aimed at 0.75 from the lower levels' service reached 0.69 under sticky routing,
+#: below the 0.7 the top level must reach.
 UTILIZATIONS = (0.25, 0.50, 0.77)
 #: The rolling upgrade keeps shorter pacing: its users are its sessions, and at 2 s each
 #: one makes several calls in the run (what a sticky cookie pins to a replica).
@@ -94,7 +94,7 @@ HELD_CALLS = 100
 #: starts, how long a replica may drain, and the users' think time. The drain timeout is
 #: short enough that it cuts calls under both legacy architectures: at 1 s SSE + store
 #: cut 0 or 1 a run (0.3 live against 0.6 simulated over 3 runs, too few to compare); at
-#: 0.3 s 4-5 a run, and sticky 12-18.
+#: 0.3 s 3-6 a run, and sticky 8-18.
 UPGRADE_UTILIZATION = 0.3
 UPGRADE_AT_S = 4.0
 UPGRADE_DRAIN_TIMEOUT_S = 0.3
@@ -165,9 +165,9 @@ def run_calibration(
     stretches = [CpuStretch(**lv["cpu"]) for lv in measured]
     round_cpu_s, idle_cpu = fit_cpu_per_round(stretches)
     # A round's own service: the replica's busy time in a run's steady window without the
-    # background work the fit found (health checks, timers: some 3% of the replica), per
+    # background work the fit found (health checks, timers: 1.3-2% of the replica), per
     # round served there. Charged per round, the background would lengthen every simulated
-    # round by 0.5-1.5 ms at the lower levels; as work of its own it delays a round by a
+    # round by 0.3-1.5 ms at the lower levels; as work of its own it delays a round by a
     # few hundredths of a ms (a short job now and then), so the twin leaves it out of its
     # rounds and adds it to its busy share only.
     for run in measured:
