@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from server.core.call import Call, Invocation
 from server.core.context import Context, Replica, missing_capability
@@ -22,7 +25,7 @@ from server.legacy.wire import KEEPALIVE
 from server.protocol import jsonrpc
 from server.protocol.inputs import InputRequest
 from server.protocol.jsonrpc import RpcError, invalid_params
-from server.transport.streamable import sse_event
+from server.transport.streamable import send_json, sse_event, start_sse
 
 if TYPE_CHECKING:
     from server.legacy.era import LegacyEra
@@ -31,56 +34,118 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT = -32001
 
 
-@dataclass(slots=True)
-class StreamEnd:
-    """The last message of a held call: its JSON-RPC response."""
-
-    message: dict[str, Any]
-
-
 @dataclass(eq=False)
 class HeldCall:
-    """A legacy call holding its HTTP response open: its stream queue and what it waits for."""
+    """A legacy call holding its HTTP response open, and the stream it writes on.
+
+    Whoever has a message for the client (the call's own task: a question, a
+    notification, the result) writes it on the response at once: the call's task is where
+    the work was done, and a hand-off to another task would wait its turn on the event
+    loop behind every request ready at that moment, which under load is most of a round
+    each time (timed at 74% of a replica: 17 ms a call, 38 ms at the 95th percentile).
+    The response starts as an SSE stream with the first message that is not the result;
+    a call that never asks is answered with one JSON message.
+    """
 
     session_id: str
     rpc_id: jsonrpc.RequestId
     principal: str = ""
-    queue: asyncio.Queue[dict[str, Any] | StreamEnd] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
-    stream: AsyncIterator[bytes] | None = None
     #: Server-side ids of the requests sent to the client and not answered yet.
     waiting_for: set[str] = field(default_factory=set)
     #: Estimated bytes this call keeps alive while it waits (see `server.legacy.footprint`).
     held_bytes: int = 0
     #: Whether its SSE stream is open now.
     streaming: bool = False
+    #: Why the call is being ended, for the error it ends with (else: cancelled).
+    end_reason: str = ""
+    #: The ASGI `send` of the call's POST once its response is being written, and what the
+    #: call had to say before then (written when it comes).
+    send: Send | None = None
+    pending: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
+    #: Done when the last message (the JSON-RPC response) has been written.
+    ended: asyncio.Future[None] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    _started: bool = False
 
-    async def events(
-        self, first: dict[str, Any] | StreamEnd, *, keepalive_s: float, cancel_wait_s: float
-    ) -> AsyncIterator[bytes]:
-        """The SSE stream of this call, with keep-alive comments while nothing happens."""
-        self.streaming = True
-        getter: asyncio.Future[dict[str, Any] | StreamEnd] | None = None
+    async def emit(self, message: dict[str, Any]) -> None:
+        """Write a request or notification for the client on the call's stream."""
+        await self._write(message, last=False)
+
+    async def finish(self, message: dict[str, Any]) -> None:
+        """Write the call's JSON-RPC response: the last event, or the whole answer."""
         try:
-            item = first
-            while not isinstance(item, StreamEnd):
-                yield sse_event(item)
-                getter = asyncio.ensure_future(self.queue.get())
-                while not getter.done():
-                    await asyncio.wait({getter}, timeout=keepalive_s)
-                    if not getter.done():
-                        yield KEEPALIVE
-                item, getter = getter.result(), None
-            yield sse_event(item.message)
+            await self._write(message, last=True)
         finally:
+            if not self.ended.done():
+                self.ended.set_result(None)
+
+    async def attach(self, send: Send) -> None:
+        """Give the call its response to write on, and write what it said so far."""
+        self.send = send
+        pending, self.pending = self.pending, []
+        for message, last in pending:
+            await self._write(message, last)
+
+    async def keep_alive(self) -> None:
+        """A comment on an open stream, so that idle timeouts on the way do not cut it."""
+        if self.send is not None and self.streaming and not self.ended.done():
+            await self.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+
+    async def _write(self, message: dict[str, Any], last: bool) -> None:
+        send = self.send
+        if send is None:
+            self.pending.append((message, last))
+            return
+        if last and not self._started:
+            self._started = True
+            await send_json(send, message)
+            return
+        if not self._started:
+            self._started = self.streaming = True
+            await start_sse(send)
+        if last:
             self.streaming = False
-            if getter is not None:
-                getter.cancel()
-            # The client went away (or the session ended): the held call is abandoned.
-            if self.task is not None and not self.task.done():
-                self.task.cancel()
+        event = sse_event(message)
+        await send({"type": "http.response.body", "body": event, "more_body": not last})
+
+
+class HeldResponse(Response):
+    """The HTTP response of a held call: written by the call itself (`HeldCall`), kept open
+    here until its last message, with keep-alive comments while the stream is idle.
+
+    A client that goes away abandons the call: its task is cancelled.
+    """
+
+    def __init__(self, held: HeldCall, *, keepalive_s: float, cancel_wait_s: float) -> None:
+        self.held = held
+        self.keepalive_s = keepalive_s
+        self.cancel_wait_s = cancel_wait_s
+        self.background = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        held = self.held
+        await held.attach(send)
+        # With the body read, the next ASGI message is `http.disconnect`: the client has
+        # gone, or the response is complete.
+        gone = asyncio.ensure_future(receive())
+        try:
+            while not held.ended.done():
+                either = (held.ended, gone)
+                await asyncio.wait(either, timeout=self.keepalive_s, return_when=FIRST_COMPLETED)
+                if held.ended.done() or gone.done():
+                    break
+                await held.keep_alive()
+        finally:
+            if not gone.done():
+                gone.cancel()
+            task = held.task
+            if not held.ended.done() and task is not None and not task.done():
+                # The client went away (or the session ended): the held call is abandoned.
+                task.cancel()
                 with contextlib.suppress(BaseException):
-                    await asyncio.wait({self.task}, timeout=cancel_wait_s)
+                    await asyncio.wait({task}, timeout=self.cancel_wait_s)
 
 
 class SseChannel:
@@ -134,7 +199,7 @@ class SseChannel:
                 sent[key] = (rid, await era.store.expect(session_id, rid))
                 held.waiting_for.add(rid)
                 message = {"jsonrpc": "2.0", "id": rid, **request.to_wire()}
-                await held.queue.put(message)
+                await held.emit(message)
                 era.metrics.server_requests.labels(request.method).inc()
             # Measured once the task is suspended, when its whole await chain is visible.
             asyncio.get_running_loop().call_soon(era.measure, held)
@@ -146,7 +211,7 @@ class SseChannel:
                 for rid, future in sent.values():
                     # gather cancelled the futures still waiting when time ran out.
                     if future.cancelled() or not future.done():
-                        await held.queue.put(_cancelled(rid, "no answer in time"))
+                        await held.emit(_cancelled(rid, "no answer in time"))
                 raise RpcError(
                     REQUEST_TIMEOUT,
                     f"no answer within {era.config.legacy_answer_timeout_s:g} s to "

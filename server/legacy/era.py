@@ -35,7 +35,7 @@ from server.core.dispatch import Dispatcher
 from server.core.methods import SERVER_INFO, Methods
 from server.core.metrics import ServerMetrics
 from server.core.store import StoreUnavailable
-from server.legacy.channel import HeldCall, SseAttempt, SseChannel, StreamEnd
+from server.legacy.channel import HeldCall, HeldResponse, SseAttempt, SseChannel
 from server.legacy.footprint import held_bytes
 from server.legacy.metrics import LegacyMetrics
 from server.legacy.store import Delivery, Session, TooManySessions, open_store
@@ -145,7 +145,7 @@ class LegacyEra:
     def measure(self, held: HeldCall) -> None:
         """Estimate the bytes a waiting call keeps alive (see `server.legacy.footprint`)."""
         if held.waiting_for:
-            roots = [r for r in (held, held.task, held.stream) if r is not None]
+            roots = [r for r in (held, held.task) if r is not None]
             held.held_bytes = held_bytes(*roots, shared=self._shared)
 
     def new_request_id(self) -> str:
@@ -166,8 +166,7 @@ class LegacyEra:
         """
         ended = 0
         for held in list(self.held):
-            error = RpcError(jsonrpc.INTERNAL_ERROR, reason)
-            held.queue.put_nowait(StreamEnd(jsonrpc.error_response(held.rpc_id, error)))
+            held.end_reason = reason
             if held.task is not None:
                 held.task.cancel()
             ended += 1
@@ -360,7 +359,7 @@ class LegacyEra:
                 limit,
             )
         held = HeldCall(session.session_id, call.message.id, call.principal)
-        call.notify = held.queue.put
+        call.notify = held.emit
         call.channel = SseChannel(self, held, session)
 
         async def run() -> None:
@@ -370,22 +369,19 @@ class LegacyEra:
             except RpcError as error:
                 response = jsonrpc.error_response(call.message.id, error)
             except asyncio.CancelledError:
-                # Cancelled by the client, a DELETE, or the stream closing: end the stream.
-                cancelled = RpcError(jsonrpc.INTERNAL_ERROR, "the call was cancelled")
-                end = jsonrpc.error_response(call.message.id, cancelled)
-                held.queue.put_nowait(StreamEnd(end))
+                # Cancelled by the client, a DELETE, the stream closing or a shutdown: the
+                # stream ends with an error saying so.
+                reason = held.end_reason or "the call was cancelled"
+                ended = RpcError(jsonrpc.INTERNAL_ERROR, reason)
+                await held.finish(jsonrpc.error_response(call.message.id, ended))
                 raise
-            await held.queue.put(StreamEnd(response))
+            await held.finish(response)
 
         held.task = asyncio.create_task(run())
         self.held.add(held)
         held.task.add_done_callback(lambda _: self.held.discard(held))
-        first = await held.queue.get()
-        if isinstance(first, StreamEnd):
-            return transport.json_response(first.message)
-        held.stream = held.events(
-            first,
+        return HeldResponse(
+            held,
             keepalive_s=self.config.legacy_keepalive_interval_s,
             cancel_wait_s=self.config.legacy_store_timeout_s,
         )
-        return transport.sse_response(held.stream)

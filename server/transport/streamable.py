@@ -180,6 +180,28 @@ def sse_event(message: dict[str, Any]) -> bytes:
     return b"event: message\ndata: " + json.dumps(message, separators=(",", ":")).encode() + b"\n\n"
 
 
+#: The head of an SSE response, as `sse_response` sends it: proxies must not buffer it.
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+async def start_sse(send: Send) -> None:
+    """Start an SSE response on an ASGI `send`; its events follow as body messages."""
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+
+
+async def send_json(send: Send, message: dict[str, Any]) -> None:
+    """Answer on an ASGI `send` with one JSON-RPC message (application/json, 200)."""
+    await JsonMessageResponse(jsonrpc.encode(message))({}, _no_receive, send)
+
+
+async def _no_receive() -> Message:
+    raise RuntimeError("a response being written reads nothing")
+
+
 def sse_response(events: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> Response:
     """A text/event-stream response that proxies must not buffer."""
     return StreamingResponse(
