@@ -225,9 +225,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from loadtest.measure import run_measure
+    from loadtest.measure import remeasure_held, run_measure
 
-    document = run_measure(held_calls=args.held_calls, stretch_s=args.stretch_s)
+    if args.only == "held":
+        if not args.json:
+            raise SystemExit("measure --only held updates a parameter file: give it with --json")
+        try:
+            existing = json.loads(Path(args.json).read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise SystemExit(f"cannot read the parameter file {args.json}: {error}") from None
+        document = remeasure_held(existing, held_calls=args.held_calls)
+    else:
+        document = run_measure(held_calls=args.held_calls, stretch_s=args.stretch_s)
     _write(document, args.json)
     print(json.dumps(document["values"], indent=2))
     return 0
@@ -357,6 +366,12 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--held-calls", type=int, default=200, help="legacy calls held at once")
     measure.add_argument("--stretch", dest="stretch_s", type=float, default=5.0, help="seconds")
     measure.add_argument("--json", default=None, help="write the parameter file here")
+    measure.add_argument(
+        "--only",
+        choices=["held"],
+        default=None,
+        help="measure only the memory of a held call again, in the --json file, keeping the rest",
+    )
     measure.set_defaults(run=cmd_measure)
     return parser
 

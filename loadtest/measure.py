@@ -44,6 +44,8 @@ from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 from loadtest.simulated_user import ThinkTime, tool_arguments
 
 COMMAND = "python -m loadtest measure --json labsim/measured.json"
+#: Re-measures what a held call costs in an existing file, keeping every other value.
+HELD_COMMAND = "python -m loadtest measure --only held --json labsim/measured.json"
 #: Client threads in the busy stretch (the light stretch has one, so nothing queues).
 BUSY_THREADS = 4
 
@@ -179,7 +181,7 @@ def run_measure(
     state = seal_open_microbench(1024)
     return {
         "command": COMMAND,
-        "measured_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "measured_at": _now(),
         "values": {
             "held_call_bytes": round(held["sticky"]["rss_bytes_per_call"]),
             "request_overhead_s": _figure(rounds["cpu_per_round_s"]),
@@ -193,6 +195,35 @@ def run_measure(
         "replica": {"base_memory_bytes": rounds["base_memory_bytes"]},
         "details": {"held_calls": held, "rounds": rounds, "request_state": state},
     }
+
+
+def remeasure_held(
+    document: dict[str, Any],
+    *,
+    held_calls: int = 200,
+    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> dict[str, Any]:
+    """`document` (a parameter file) with the memory of a held call measured again.
+
+    For a change to the server that moves only what a held legacy call keeps alive: the
+    CPU figures of the file stay as they were measured (CPU time on a shared machine moves
+    with its neighbours; memory does not). The file keeps its `command` and `measured_at`
+    for the rest, and lists this measurement under `remeasured`.
+    """
+    held = {arch: measure_held(arch, held_calls, progress) for arch in ("sticky", "sse-store")}
+    updated = dict(document)
+    updated["values"] = {
+        **document["values"],
+        "held_call_bytes": round(held["sticky"]["rss_bytes_per_call"]),
+    }
+    updated["details"] = {**document.get("details", {}), "held_calls": held}
+    entry = {"command": HELD_COMMAND, "measured_at": _now(), "values": ["held_call_bytes"]}
+    updated["remeasured"] = [*document.get("remeasured", []), entry]
+    return updated
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _figure(value: float) -> float:
