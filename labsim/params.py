@@ -185,7 +185,7 @@ class ClusterParams:
     lb_policy: str = "round-robin"  # AWS ALB and HAProxy default algorithm
     lb_idle_timeout_s: float = 60.0  # AWS ALB default idle timeout
     sse_keepalive_s: float = 15.0  # sse-starlette's default ping interval; 0 = no keep-alives
-    held_call_bytes: int = 36_229  # measured.json: RSS a held get_weather call adds (35 KiB)
+    held_call_bytes: int = 25_436  # measured.json: RSS a held get_weather call adds (25 KiB)
     shed_policy: str = "none"  # no load shedding unless a scenario asks for it
     shed_queue_threshold: int = 8  # assumption: shed when 4 requests per worker wait
     checkpoint_fraction: float = 0.5  # assumption: a tool checkpoints halfway through its work

@@ -137,7 +137,7 @@ plt.show()
 
 # %% [markdown]
 # Now hold the think time and vary what a held call weighs. The lab's server measures
-# about 35 KiB of resident memory per held `get_weather` call (`labsim/measured.json`);
+# about 25 KiB of resident memory per held `get_weather` call (`labsim/measured.json`);
 # a tool that keeps a large object graph alive while it waits (a parsed document, a
 # database session) weighs far more. Past a few hundred KiB per call, memory overtakes
 # connections as the limit that binds a 0.5 GB replica:
