@@ -41,8 +41,8 @@ class HeldCall:
     Whoever has a message for the client (the call's own task: a question, a
     notification, the result) writes it on the response at once: the call's task is where
     the work was done, and a hand-off to another task would wait its turn on the event
-    loop behind every request ready at that moment, which under load is most of a round
-    each time (timed at 74% of a replica: 17 ms a call, 38 ms at the 95th percentile).
+    loop behind every request ready at that moment, which near saturation is most of a
+    round each time (the README's *Calibration* tells how that showed).
     The response starts as an SSE stream with the first message that is not the result;
     a call that never asks is answered with one JSON message.
     """
