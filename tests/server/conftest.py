@@ -25,6 +25,19 @@ def state_keys_env(*keys: StateKey) -> str:
     return ",".join(f"{k.key_id}:{base64.b64encode(k.key_bytes).decode()}" for k in keys)
 
 
+#: A 2025-11-25 `initialize` from a client that can answer elicitations.
+LEGACY_INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+
+
 def make_config(**overrides: Any) -> ServerConfig:
     """A test configuration with fixed keys and secret."""
     options: dict[str, Any] = {"state_keys": (KEY_A,), "jwt_secret": JWT_SECRET}

@@ -17,19 +17,10 @@ from server.client import Handlers, LegacyClient, McpError, accept
 from server.config import ConfigError
 from server.tools.crunch import crunch_start, crunch_units
 from server.transport.auth import mint_token
-from tests.server.conftest import JWT_SECRET, make_config
+from tests.server.conftest import JWT_SECRET, LEGACY_INITIALIZE, make_config
 
 LEGACY = "2025-11-25"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": LEGACY,
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
+INITIALIZE = LEGACY_INITIALIZE
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 
 from server.app import create_app
 from server.protocol.versions import LEGACY_VERSION
-from tests.server.conftest import make_config
+from tests.server.conftest import LEGACY_INITIALIZE, make_config
 
 HEADERS = {
     "host": "127.0.0.1",
@@ -68,16 +68,7 @@ class Exchange:
 
 
 async def _session(app: Any) -> str:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": LEGACY_VERSION,
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "writer-test", "version": "1"},
-        },
-    }
+    init = LEGACY_INITIALIZE
     exchange = Exchange(
         app, init, {k: v for k, v in HEADERS.items() if k != "mcp-protocol-version"}
     )
@@ -89,17 +80,21 @@ async def _session(app: Any) -> str:
     return session
 
 
+def _get_weather(app: Any, session: str, arguments: dict[str, Any]) -> Exchange:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "get_weather", "arguments": arguments},
+    }
+    return Exchange(app, body, {**HEADERS, "mcp-session-id": session})
+
+
 def test_the_held_call_writes_its_question_from_its_own_task() -> None:
     async def scenario() -> None:
         app = create_app(make_config())
         session = await _session(app)
-        call = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "get_weather", "arguments": {"location": "Paris"}},
-        }
-        exchange = Exchange(app, call, {**HEADERS, "mcp-session-id": session})
+        exchange = _get_weather(app, session, {"location": "Paris"})
         request = asyncio.create_task(exchange.run())
         for _ in range(200):  # until the question is on the stream
             await asyncio.sleep(0.005)
@@ -129,19 +124,13 @@ def test_a_call_that_ends_without_asking_is_answered_with_one_json_message() -> 
         app = create_app(make_config())
         session = await _session(app)
         # Arguments the tool's schema refuses: the call ends before it asks anything.
-        body = {
-            "jsonrpc": "2.0",
-            "id": 4,
-            "method": "tools/call",
-            "params": {"name": "get_weather", "arguments": {"city": "Paris"}},
-        }
-        exchange = Exchange(app, body, {**HEADERS, "mcp-session-id": session})
+        exchange = _get_weather(app, session, {"city": "Paris"})
         await asyncio.wait_for(exchange.run(), 5)
         (_, writer), (payload, also) = exchange.sent
         assert writer is also and writer is not None  # the call's task wrote both
         assert exchange.header(b"content-type") == "application/json"
         assert not payload.get("more_body", False)
         answer = json.loads(payload["body"])
-        assert answer["id"] == 4 and "location" in answer["error"]["message"]
+        assert answer["id"] == 2 and "location" in answer["error"]["message"]
 
     asyncio.run(scenario())

@@ -14,22 +14,13 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.harness.process import ServerProcess
 from server.transport.auth import mint_token
-from tests.server.conftest import JWT_SECRET, KEY_A, make_config, state_keys_env
+from tests.server.conftest import JWT_SECRET, KEY_A, LEGACY_INITIALIZE, make_config, state_keys_env
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, running_replicas, token
 from tests.server.test_bad_input import call_body, headers
 
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
 LIMIT = 2
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
+INIT = LEGACY_INITIALIZE
 
 
 def weather(rid: int) -> dict[str, object]:

@@ -12,20 +12,11 @@ import httpx
 import pytest
 
 from server.harness.process import ServerProcess
-from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from tests.server.conftest import JWT_SECRET, KEY_A, LEGACY_INITIALIZE, state_keys_env
 from tests.server.probes import health, wait_for
 from tests.server.test_bad_input import call_body, headers
 
-LEGACY_INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
+LEGACY_INIT = LEGACY_INITIALIZE
 
 
 def start(*args: str) -> ServerProcess:
