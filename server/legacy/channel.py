@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from asyncio import FIRST_COMPLETED
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,10 +60,8 @@ class HeldCall:
     streaming: bool = False
     #: Why the call is being ended, for the error it ends with (else: cancelled).
     end_reason: str = ""
-    #: The ASGI `send` of the call's POST once its response is being written, and what the
-    #: call had to say before then (written when it comes).
+    #: The ASGI `send` of the call's POST, given before the call's task starts.
     send: Send | None = None
-    pending: list[tuple[dict[str, Any], bool]] = field(default_factory=list)
     #: Done when the last message (the JSON-RPC response) has been written.
     ended: asyncio.Future[None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
@@ -81,13 +80,6 @@ class HeldCall:
             if not self.ended.done():
                 self.ended.set_result(None)
 
-    async def attach(self, send: Send) -> None:
-        """Give the call its response to write on, and write what it said so far."""
-        self.send = send
-        pending, self.pending = self.pending, []
-        for message, last in pending:
-            await self._write(message, last)
-
     async def keep_alive(self) -> None:
         """A comment on an open stream, so that idle timeouts on the way do not cut it."""
         if self.send is not None and self.streaming and not self.ended.done():
@@ -95,9 +87,7 @@ class HeldCall:
 
     async def _write(self, message: dict[str, Any], last: bool) -> None:
         send = self.send
-        if send is None:
-            self.pending.append((message, last))
-            return
+        assert send is not None, "a held call's task starts once its response has a send"
         if last and not self._started:
             self._started = True
             await send_json(send, message)
@@ -112,21 +102,31 @@ class HeldCall:
 
 
 class HeldResponse(Response):
-    """The HTTP response of a held call: written by the call itself (`HeldCall`), kept open
-    here until its last message, with keep-alive comments while the stream is idle.
+    """The HTTP response of a held call: written by the call itself (`HeldCall`), whose
+    task `start` starts once the response has its ASGI `send`; kept open here until the
+    last message, with keep-alive comments while the stream is idle.
 
     A client that goes away abandons the call: its task is cancelled.
     """
 
-    def __init__(self, held: HeldCall, *, keepalive_s: float, cancel_wait_s: float) -> None:
+    def __init__(
+        self,
+        held: HeldCall,
+        start: Callable[[], None],
+        *,
+        keepalive_s: float,
+        cancel_wait_s: float,
+    ) -> None:
         self.held = held
+        self.start = start
         self.keepalive_s = keepalive_s
         self.cancel_wait_s = cancel_wait_s
         self.background = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         held = self.held
-        await held.attach(send)
+        held.send = send
+        self.start()  # the call's task: it writes on `send` from its first message
         # With the body read, the next ASGI message is `http.disconnect`: the client has
         # gone, or the response is complete.
         gone = asyncio.ensure_future(receive())

@@ -377,11 +377,14 @@ class LegacyEra:
                 raise
             await held.finish(response)
 
-        held.task = asyncio.create_task(run())
+        def start() -> None:
+            held.task = asyncio.create_task(run())
+            held.task.add_done_callback(lambda _: self.held.discard(held))
+
         self.held.add(held)
-        held.task.add_done_callback(lambda _: self.held.discard(held))
         return HeldResponse(
             held,
+            start,
             keepalive_s=self.config.legacy_keepalive_interval_s,
             cancel_wait_s=self.config.legacy_store_timeout_s,
         )

@@ -159,6 +159,10 @@ class JsonMessageResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Its two ASGI messages, sent directly: it has no background task to run after."""
+        await self.write(send)
+
+    async def write(self, send: Send) -> None:
+        """Send the head and the body on an ASGI `send`."""
         await send(
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
@@ -195,11 +199,7 @@ async def start_sse(send: Send) -> None:
 
 async def send_json(send: Send, message: dict[str, Any]) -> None:
     """Answer on an ASGI `send` with one JSON-RPC message (application/json, 200)."""
-    await JsonMessageResponse(jsonrpc.encode(message))({}, _no_receive, send)
-
-
-async def _no_receive() -> Message:
-    raise RuntimeError("a response being written reads nothing")
+    await JsonMessageResponse(jsonrpc.encode(message)).write(send)
 
 
 def sse_response(events: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> Response:

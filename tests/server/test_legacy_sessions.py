@@ -20,7 +20,6 @@ from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, LEGACY_INITIALIZE, make_config
 
 LEGACY = "2025-11-25"
-INITIALIZE = LEGACY_INITIALIZE
 
 
 @pytest.fixture
@@ -31,7 +30,7 @@ def http(app: Any) -> Iterator[TestClient]:
 
 def open_session(http: TestClient, headers: dict[str, str] | None = None) -> dict[str, str]:
     """Initialize (no version header, as SDKs do) and return the headers of later requests."""
-    response = http.post("/mcp", json=INITIALIZE, headers=headers or {})
+    response = http.post("/mcp", json=LEGACY_INITIALIZE, headers=headers or {})
     assert response.status_code == 200
     session = {
         "Mcp-Session-Id": response.headers["mcp-session-id"],
@@ -53,7 +52,7 @@ def rpc(method: str, params: dict[str, Any] | None = None, rid: int = 7) -> dict
 
 
 def test_initialize_without_a_version_header_opens_a_legacy_session(http: TestClient) -> None:
-    response = http.post("/mcp", json=INITIALIZE)
+    response = http.post("/mcp", json=LEGACY_INITIALIZE)
     result = response.json()["result"]
     assert result["protocolVersion"] == LEGACY
     assert result["serverInfo"]["name"] == "mrtr-lab"
@@ -63,7 +62,7 @@ def test_initialize_without_a_version_header_opens_a_legacy_session(http: TestCl
 
 
 def test_initialize_with_the_legacy_version_header_opens_a_session(http: TestClient) -> None:
-    response = http.post("/mcp", json=INITIALIZE, headers={"MCP-Protocol-Version": LEGACY})
+    response = http.post("/mcp", json=LEGACY_INITIALIZE, headers={"MCP-Protocol-Version": LEGACY})
     assert response.status_code == 200 and response.headers["mcp-session-id"]
 
 
@@ -73,7 +72,7 @@ def test_initialize_under_2026_07_28_is_method_not_found(http: TestClient) -> No
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
     }
-    body = {**INITIALIZE, "params": {**INITIALIZE["params"], "_meta": meta}}
+    body = {**LEGACY_INITIALIZE, "params": {**LEGACY_INITIALIZE["params"], "_meta": meta}}
     response = http.post("/mcp", json=body, headers=h)
     assert response.status_code == 404 and response.json()["error"]["code"] == -32601
     assert "mcp-session-id" not in response.headers

@@ -68,9 +68,9 @@ class Exchange:
 
 
 async def _session(app: Any) -> str:
-    init = LEGACY_INITIALIZE
+
     exchange = Exchange(
-        app, init, {k: v for k, v in HEADERS.items() if k != "mcp-protocol-version"}
+        app, LEGACY_INITIALIZE, {k: v for k, v in HEADERS.items() if k != "mcp-protocol-version"}
     )
     await exchange.run()
     session = exchange.header(b"mcp-session-id")

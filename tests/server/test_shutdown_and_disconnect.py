@@ -16,8 +16,6 @@ from tests.server.conftest import JWT_SECRET, KEY_A, LEGACY_INITIALIZE, state_ke
 from tests.server.probes import health, wait_for
 from tests.server.test_bad_input import call_body, headers
 
-LEGACY_INIT = LEGACY_INITIALIZE
-
 
 def start(*args: str) -> ServerProcess:
     env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
@@ -34,7 +32,7 @@ def test_sigterm_ends_held_legacy_calls_with_an_error_then_exits() -> None:
     replica = start("--shutdown-timeout-s", "5")
     try:
         with httpx.Client(timeout=30) as http:
-            opened = http.post(replica.url, json=LEGACY_INIT)
+            opened = http.post(replica.url, json=LEGACY_INITIALIZE)
             session = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
             body = {
                 "jsonrpc": "2.0",
@@ -66,7 +64,7 @@ def test_a_crunch_whose_client_left_stops(era: str) -> None:
             body = call_body("crunch", {"units": 40_000_000})  # about 20 s of hashing
             sent = headers("tools/call", "crunch")
         else:
-            opened = httpx.post(replica.url, json=LEGACY_INIT, timeout=10)
+            opened = httpx.post(replica.url, json=LEGACY_INITIALIZE, timeout=10)
             sent = {"Mcp-Session-Id": opened.headers["mcp-session-id"]}
             body = {
                 "jsonrpc": "2.0",
