@@ -104,7 +104,7 @@ class HeldCall:
 class HeldResponse(Response):
     """The HTTP response of a held call: written by the call itself (`HeldCall`), whose
     task `start` starts once the response has its ASGI `send`; kept open here until the
-    last message, with keep-alive comments while the stream is idle.
+    last message, with a keep-alive comment every `keepalive_s` while the stream is open.
 
     A client that goes away abandons the call: its task is cancelled.
     """
