@@ -32,7 +32,8 @@ def call(name: str, **extra: object) -> dict[str, object]:
     """The params of a provision_vm call that opts into a task (the seed's `params.task`)."""
     return {
         "name": "provision_vm",
-        "arguments": {"name": name, "seconds": 0.4},
+        # Steps of 0.5 s, twice the poll interval (250 ms): a poller sees each one.
+        "arguments": {"name": name, "seconds": 2.0},
         "task": {"ttl": 60000},
         **extra,
     }
