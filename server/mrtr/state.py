@@ -140,6 +140,10 @@ class StateSealer:
         self._sealing_id = keys[0].key_id
         self._ciphers = {k.key_id: AESGCM(k.key_bytes) for k in keys}
         self._aad = {k.key_id: _AAD_PREFIX + k.key_id.encode() for k in keys}
+        # What every seal uses, looked up once: the newest key's cipher, AAD and token prefix.
+        self._sealing_cipher = self._ciphers[self._sealing_id]
+        self._sealing_aad = self._aad[self._sealing_id]
+        self._token_prefix = self._sealing_id + "."
         self._ttl_s = ttl_s
         self._clock = clock
 
@@ -173,11 +177,9 @@ class StateSealer:
             "s": tool_state,
             "q": sorted(asked),
         }
-        plaintext = _dump(document)
         nonce = _NONCES.take()
-        kid = self._sealing_id
-        sealed = self._ciphers[kid].encrypt(nonce, plaintext, self._aad[kid])
-        return kid + "." + pybase64.b64encode_as_string(nonce + sealed)
+        sealed = self._sealing_cipher.encrypt(nonce, _dump(document), self._sealing_aad)
+        return self._token_prefix + pybase64.b64encode_as_string(nonce + sealed)
 
     def open(self, token: Any, origin: Origin) -> OpenedState:
         """Open a state a client sent back and check it belongs to this request."""
