@@ -81,8 +81,10 @@ class FlowUser(FastHttpUser):
         if CONFIG.pacing_s:
             # The first call waits an exponential gap as every later one does: users spawned
             # together (Locust starts a second's worth at once) then offer a Poisson stream
-            # from the start, not a burst of first calls.
-            gevent.sleep(self.rng.expovariate(1 / CONFIG.pacing_s))
+            # from the start, not a burst of first calls. Waited as Locust waits between
+            # tasks, so the end of the run stops a user still waiting at once; a plain sleep
+            # here held the run open for its whole stop timeout.
+            self.wait()
 
     def pick_tool(self) -> str:
         if CONFIG.scenario == "overload":
