@@ -43,7 +43,12 @@ from typing import Any
 
 from labsim.params import SimParams
 from loadtest.calibration_levels import level_row
-from loadtest.calibration_model import LiveInputs, delay_outside, predict_upgrade
+from loadtest.calibration_model import (
+    CALLS_PER_LEVEL,
+    LiveInputs,
+    delay_outside,
+    predict_upgrade,
+)
 from loadtest.calibration_run import (
     PACING_S,
     QUOTE_CPU_MS,
@@ -131,11 +136,12 @@ def run_calibration(
     repeats: int = REPEATS,
     spread_s: float | None = None,
     held_calls: int = HELD_CALLS,
+    simulated_calls: int = CALLS_PER_LEVEL,
     progress: Progress = print_progress,
 ) -> dict[str, Any]:
     """Probe, service spread, three levels `repeats` times, held memory and a rolling
-    upgrade; live beside simulated. The service-spread run lasts `spread_s` (the probe's
-    duration unless given)."""
+    upgrade; live beside simulated (each run's twin simulates about `simulated_calls`
+    calls). The service-spread run lasts `spread_s` (the probe's duration unless given)."""
     legacy = arch != "mrtr"
     progress(f"probe: {PROBE_RATE_PER_S:g} calls/s of no CPU for {probe_s:g} s")
     probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s, quote_cpu_ms=0.0), progress)
@@ -189,7 +195,14 @@ def run_calibration(
         max_restarts=LoadTestConfig().max_retries,
     )
     levels = [
-        level_row(target, level_runs, inputs, arch, background_per_s=idle_cpu)
+        level_row(
+            target,
+            level_runs,
+            inputs,
+            arch,
+            background_per_s=idle_cpu,
+            simulated_calls=simulated_calls,
+        )
         for target, level_runs in zip(utilizations, runs, strict=True)
     ]
     report: dict[str, Any] = {

@@ -14,7 +14,7 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
-from loadtest.calibration_model import LiveInputs, predict_level
+from loadtest.calibration_model import CALLS_PER_LEVEL, LiveInputs, predict_level
 
 #: The figures compared, as (name in a run, name in the report).
 FIGURES = (("throughput_per_s", "throughput"), ("p50_ms", "p50_ms"), ("p95_ms", "p95_ms"))
@@ -44,13 +44,18 @@ def level_row(
     arch: str,
     *,
     background_per_s: float = 0.0,
+    simulated_calls: int = CALLS_PER_LEVEL,
 ) -> dict[str, Any]:
     """The report's row for one level: live runs (`calibration_run.run_level`, each with its
-    `round_service_s`) and their twins. The twin serves rounds only: the replica's
-    background work, `background_per_s` of its time, is added to the twin's busy share."""
+    `round_service_s`) and their twins, each simulating about `simulated_calls` calls. The
+    twin serves rounds only: the replica's background work, `background_per_s` of its time,
+    is added to the twin's busy share."""
     predicted = [
         predict_level(
-            replace(inputs, round_cpu_s=run["round_service_s"]), arch, run["offered_per_s"]
+            replace(inputs, round_cpu_s=run["round_service_s"]),
+            arch,
+            run["offered_per_s"],
+            calls=simulated_calls,
         )
         for run in runs
     ]

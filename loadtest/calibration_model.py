@@ -68,14 +68,19 @@ def base_params(inputs: LiveInputs, replicas: int = 1) -> SimParams:
 
 
 def predict_level(
-    inputs: LiveInputs, arch: str, rate_per_s: float, *, seeds: int = SEEDS_PER_LEVEL
+    inputs: LiveInputs,
+    arch: str,
+    rate_per_s: float,
+    *,
+    seeds: int = SEEDS_PER_LEVEL,
+    calls: int = CALLS_PER_LEVEL,
 ) -> dict[str, float]:
     """labsim's throughput, latency, utilisation and held memory at one offered rate: the
-    means over `seeds` simulations (seeds 1, 2, ...), each of `CALLS_PER_LEVEL` calls."""
+    means over `seeds` simulations (seeds 1, 2, ...), each of about `calls` calls."""
     keys = ("throughput_per_s", "p50_ms", "p95_ms", "utilization", "held_memory_bytes")
     if not rate_per_s > 0:  # a level that offered nothing (a starved load generator)
         return dict.fromkeys(keys, float("nan"))
-    horizon_s = max(30.0, CALLS_PER_LEVEL / rate_per_s)
+    horizon_s = max(30.0, calls / rate_per_s)
     params = base_params(inputs).with_overrides(
         arrival_rate_per_s=rate_per_s, horizon_s=horizon_s, warmup_s=min(5.0, horizon_s / 4)
     )

@@ -165,7 +165,7 @@ def _run(p95_ms: float, service_s: float) -> dict:
 
 def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
     runs = [_run(40.0, 0.005), _run(120.0, 0.005), _run(50.0, 0.006)]
-    row = level_row(0.5, runs, INPUTS, "sticky", background_per_s=0.03)
+    row = level_row(0.5, runs, INPUTS, "sticky", background_per_s=0.03, simulated_calls=3_000)
     p95 = row["p95_ms"]
     assert p95["measured"] == 50.0 and p95["spread"] == [40.0, 120.0]
     assert p95["measured_runs"] == [40.0, 120.0, 50.0] and len(p95["predicted_runs"]) == 3
@@ -200,6 +200,7 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
         utilizations=(0.1, 0.3),
         repeats=2,
         held_calls=20,
+        simulated_calls=2_000,  # the report's shape, not a steady p95
     )
     assert [round(row["target_utilization"], 1) for row in report["levels"]] == [0.1, 0.3]
     assert report["inputs"]["service_cv"] > 0
