@@ -80,9 +80,7 @@ conformance: setup
 # Every notebook executed top to bottom, as HTML in the git-ignored build/ folder, for
 # people who only want to read.
 report: setup
-	mkdir -p build
-	$(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=1200 \
-	  --output-dir build notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python notebooks/execution.py --out build notebooks/[0-9][0-9]_*.ipynb
 
 # Three MRTR replicas behind HAProxy, 10 users on one Locust worker, and Locust's web UI
 # on the lab's tab (replicas, fault buttons) at the URL printed; Ctrl-C stops all.

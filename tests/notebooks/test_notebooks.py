@@ -10,20 +10,20 @@ import json
 import sys
 import time
 import tomllib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from queue import Empty
 
 import jupytext
 import nbformat
 import pytest
-from jupyter_client import KernelClient
 from jupytext.compare import compare_notebooks
-from nbclient import NotebookClient
 
 from loadtest.haproxy import HAProxy
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "notebooks"))
+from execution import SlicedPollClient  # noqa: E402  (the notebooks' own helper)
+
 NOTEBOOKS_DIR = ROOT / "notebooks"
 #: The jupytext twins, out of the notebooks' folder so that JupyterLab lists each notebook once.
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
@@ -35,8 +35,6 @@ LIVE = {"06_live_swarm"}
 #: recorded in the test report (`record_property`), not asserted. The slowest cell with
 #: QUICK=1 takes seconds, so 120 s leaves room.
 CELL_TIMEOUT_S = 120
-#: How long the notebook client waits on a kernel channel before it looks again.
-POLL_SLICE_S = 1.0
 KERNEL_NAME = "mrtr-lab-tests"
 
 
@@ -128,38 +126,6 @@ def kernel_on_this_python(tmp_path_factory: pytest.TempPathFactory) -> str:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec))
     return str(spec_dir.parents[1])
-
-
-class SlicedPollClient(NotebookClient):
-    """nbclient, its kernel channels polled in slices of `POLL_SLICE_S`.
-
-    nbclient waits for a cell's reply with one poll of the shell channel as long as the
-    cell's timeout. After a cell with widgets that poll now and then misses the reply's
-    arrival and returns only when the timeout runs out, with the reply waiting: the notebook
-    then carries on, two minutes late (about one run in three of notebook 05 with
-    ipykernel 7.4, nbclient 0.11, pyzmq 27). Polling again every slice finds such a reply
-    within a second; the cell's timeout still holds as a whole.
-    """
-
-    async def async_start_new_kernel_client(self) -> KernelClient:
-        client = await super().async_start_new_kernel_client()
-        for channel in (client.shell_channel, client.iopub_channel):
-            channel.get_msg = _sliced(channel.get_msg)
-        return client
-
-
-def _sliced(get_msg: Callable[..., Awaitable[dict]]) -> Callable[..., Awaitable[dict]]:
-    async def get_msg_in_slices(timeout: float | None = None) -> dict:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = POLL_SLICE_S if deadline is None else deadline - time.monotonic()
-            try:
-                return await get_msg(timeout=max(0.0, min(POLL_SLICE_S, left)))
-            except Empty:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise
-
-    return get_msg_in_slices
 
 
 def run_notebook(path: Path, jupyter_path: str, monkeypatch: pytest.MonkeyPatch) -> float:
