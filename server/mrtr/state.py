@@ -43,18 +43,26 @@ NONCE_BLOCK = 256
 _AAD_PREFIX = b"mrtr-lab/requestState/v1/"
 
 
-def _dump(document: Any) -> bytes:
+#: Set in a sealed document written by the standard library's json (see `_dump`).
+_WIDE_INTEGERS = "w"
+
+
+def _dump(document: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(document)
-    except TypeError:  # integers beyond 64 bits
+    except TypeError:
+        # Integers beyond 64 bits, which orjson refuses to write and would read back as
+        # floats: the standard library writes them, and the document says so for `_load`.
+        document[_WIDE_INTEGERS] = 1
         return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _load(plaintext: bytes) -> Any:
     try:
-        return orjson.loads(plaintext)
-    except ValueError:  # integers beyond 64 bits, sealed by the fallback above
+        document = orjson.loads(plaintext)
+    except ValueError:  # a number orjson cannot read at all
         return json.loads(plaintext)
+    return json.loads(plaintext) if _WIDE_INTEGERS in document else document
 
 
 class _Nonces:

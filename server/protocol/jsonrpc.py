@@ -191,5 +191,6 @@ def encode(message: dict[str, Any]) -> bytes:
     try:
         return orjson.dumps(message)
     except TypeError:
-        # orjson refuses integers beyond 64 bits, which a client may have sent us.
+        # orjson refuses integers beyond 64 bits, which a tool's result may hold. (A client's
+        # never reach here: `decode` reads them as floats, as a JavaScript client would.)
         return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()

@@ -30,6 +30,19 @@ def test_state_opens_with_what_was_sealed() -> None:
     assert opened.round == 1 and opened.key_id == "a"
 
 
+def test_integers_beyond_64_bits_survive_sealing_and_bind_the_arguments() -> None:
+    # orjson refuses to write them and reads them back as floats, which would round this
+    # one (2**70 + 1 is no float): the standard library's json carries them exactly.
+    big = 2**70 + 1
+    origin = Origin("alice", "tools/call", "crunch", arguments_digest({"n": big}))
+    assert origin.arguments_digest != arguments_digest({"n": big + 1})
+    sealer = StateSealer([KEY_A], ttl_s=60)
+    token = sealer.seal(origin, round=2, answers={"n": {"count": 1}}, tool_state={"done": big})
+    opened = sealer.open(token, origin)
+    assert opened.tool_state == {"done": big} and type(opened.tool_state["done"]) is int
+    assert opened.answers == {"n": {"count": 1}} and opened.round == 2
+
+
 def test_every_flipped_byte_of_a_sample_is_rejected() -> None:
     sealer = StateSealer([KEY_A], ttl_s=60)
     token = sealed(sealer)
