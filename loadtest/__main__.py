@@ -323,7 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--passes", type=int, default=3, help="interleaved passes (median)")
     bench.add_argument("--connections", type=int, default=10)
     bench.add_argument(
-        "--servers", default=None, help="a comma-separated subset of bare,lab,sdk,ts,ts-hmac"
+        "--servers",
+        default=None,
+        help="a comma-separated subset of bare,lab,sdk,ts,ts-hmac; lab-mypyc adds the lab "
+        "compiled by mypyc",
     )
     bench.add_argument(
         "--held",

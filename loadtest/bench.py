@@ -6,7 +6,9 @@ The servers (`SERVERS`):
 - `lab`: the lab's server;
 - `sdk`: the same tools on the official Python SDK's `MCPServer` (it seals state itself);
 - `ts`, `ts-hmac`: the same tools on the official TypeScript SDK v2 server, its per-request
-  handler on Node 22, with requestState plain (its default) or under its HMAC codec.
+  handler on Node 22, with requestState plain (its default) or under its HMAC codec;
+- `lab-mypyc`, only when asked: the lab with its request path compiled by mypyc
+  (`loadtest.compiled_lab`).
 
 The Python servers run on the same uvicorn stack (uvloop, httptools), every server pinned
 to core 0 and driven by `wrk` pinned to core 1, for each round kind of `loadtest.rounds`.
@@ -38,6 +40,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from loadtest import compiled_lab
+from loadtest.config import LoadTestError
 from loadtest.microbench import (
     in_process_microbench,
     print_in_process,
@@ -52,6 +56,8 @@ from server.harness.process import ChildProcess, free_port, pinned, wait_until_h
 
 STACK = ["--loop", "uvloop", "--http", "httptools"]
 SERVERS = ("bare", "lab", "sdk", "ts", "ts-hmac")
+#: Servers the bench runs only when asked (`--servers`): the lab compiled by mypyc.
+OPTIONAL_SERVERS = ("lab-mypyc",)
 #: The lab sheds `crunch` after every unit, so its `shed` round is all requestState.
 LAB_OPTIONS = ["--shed-every-units", str(SHED_EVERY_UNITS)]
 
@@ -77,11 +83,15 @@ def target(name: str, port: int) -> Target:
         mode = "hmac" if name == "ts-hmac" else "plain"
         return Target(name, typescript.command(port, mode), None, typescript.environment())
     lab = [sys.executable, "-m", "server", "--port", str(port), *STACK, *LAB_OPTIONS]
+    if name == "lab-mypyc":
+        return Target(name, lab, "/healthz", compiled_lab.environment())
     return Target(name, lab, "/healthz", {})
 
 
 def missing(name: str) -> str | None:
     """Why server `name` cannot run on this machine, or None."""
+    if name == "lab-mypyc":
+        return compiled_lab.missing()
     return typescript.missing() if name.startswith("ts") else None
 
 
@@ -286,10 +296,14 @@ def run_bench(
     """The whole benchmark: servers side by side in interleaved passes, then microbenchmarks."""
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (make setup installs it)")
+    known = SERVERS + OPTIONAL_SERVERS
+    unknown = [name for name in servers if name not in known]
+    if unknown:
+        raise LoadTestError(f"unknown server {', '.join(unknown)}: choose from {', '.join(known)}")
     skipped = {name: why for name in servers if (why := missing(name))}
     names = tuple(name for name in servers if name not in skipped)
     if "lab" not in names:
-        raise ValueError("the bench compares the lab's server with its peers: include lab")
+        raise LoadTestError("the bench compares the lab's server with its peers: include lab")
     report: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "stack": "uvicorn " + " ".join(STACK),
