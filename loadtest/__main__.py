@@ -183,7 +183,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.instructions:
         from loadtest.instructions import count_instructions, print_instructions
 
-        counts = count_instructions(requests=args.instructions)
+        servers = tuple(args.servers.split(",")) if args.servers else ("bare", "lab")
+        counts = count_instructions(servers=servers, requests=args.instructions)
         _write(counts, args.json)
         print_instructions(counts, args.instructions)
         return 0

@@ -326,7 +326,8 @@ def _print_ratio_table(ratios: dict[str, Any], peers: list[str], prefix: str) ->
 
     `prefix` picks the ratio: "" for req/s, "cpu_" for CPU per request.
     """
-    print((" " * 9 + "".join(f"{kind:<21}" for kind in KINDS)).rstrip())
+    width = max(9, *(len(peer) + 1 for peer in peers))
+    print((" " * width + "".join(f"{kind:<21}" for kind in KINDS)).rstrip())
     for peer in peers:
         cells = []
         for kind in KINDS:
@@ -337,7 +338,7 @@ def _print_ratio_table(ratios: dict[str, Any], peers: list[str], prefix: str) ->
                 if median_key in r
                 else "n/a"
             )
-        print((f"{peer:<9}" + "".join(cell.ljust(21) for cell in cells)).rstrip())
+        print((peer.ljust(width) + "".join(cell.ljust(21) for cell in cells)).rstrip())
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -351,15 +352,16 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"missing: {name} ({why})")
     servers = report["servers"]
     tails = report["p99_over_p50"]
+    width = max(8, *(len(name) for name in servers))
     print(
-        f"{'round':<7} {'server':<8} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99/p50':>8} "
+        f"{'round':<7} {'server':<{width}} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99/p50':>8} "
         f"{'CPU us/req':>10} {'user':>5} {'kernel':>6}"
     )
     for kind in KINDS:
         for name, kinds in servers.items():
             r = kinds[kind]
             print(
-                f"{kind:<7} {name:<8} {r['requests_per_s']:>8.0f} {r['p50_ms']:>7.2f} "
+                f"{kind:<7} {name:<{width}} {r['requests_per_s']:>8.0f} {r['p50_ms']:>7.2f} "
                 f"{r['p99_ms']:>7.2f} {tails[kind][name]:>8.1f} "
                 f"{r.get('cpu_us_per_request', float('nan')):>10.0f} "
                 f"{r.get('user_us_per_request', float('nan')):>5.0f} "

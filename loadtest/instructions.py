@@ -24,10 +24,13 @@ from pathlib import Path
 import httpx
 
 from loadtest.bench import RunningTarget, target
+from loadtest.config import LoadTestError
 from loadtest.rounds import KINDS
 from server.harness.process import free_port
 
 START_TIMEOUT_S = 180
+#: The bench's servers that run on Python, the ones counted here.
+PYTHON_SERVERS = ("bare", "lab", "sdk", "lab-mypyc")
 #: Requests each round kind sends before counting starts (caches, lazy imports).
 WARM_REQUESTS = 20
 
@@ -100,6 +103,12 @@ def count_instructions(
     requests: int = 200,
 ) -> dict[str, dict[str, float]]:
     """Instructions per request of each round kind on each server, counted live."""
+    others = [name for name in servers if name not in PYTHON_SERVERS]
+    if others:
+        raise LoadTestError(
+            f"instructions are counted on the Python servers only ({', '.join(PYTHON_SERVERS)}), "
+            f"not {', '.join(others)}"
+        )
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise RuntimeError("valgrind (callgrind) is not installed")
     counts: dict[str, dict[str, float]] = {}
@@ -115,17 +124,19 @@ def count_instructions(
 
 
 def print_instructions(counts: dict[str, dict[str, float]], requests: int) -> None:
-    """Thousands of instructions per request, and the lab's over bare's, per round kind."""
+    """Thousands of instructions per request, and each server's over bare's, per round kind."""
     kinds = list(next(iter(counts.values())))
+    over_bare = [name for name in counts if name != "bare"] if "bare" in counts else []
+    width = max(8, *(len(f"{name}/bare") for name in over_bare), *(len(name) for name in counts))
     print(
         f"user-space instructions per request, thousands, live under callgrind "
         f"({requests} requests per round, one connection):"
     )
-    print(f"{'server':<8}" + "".join(f"{kind:>9}" for kind in kinds))
+    print(f"{'server':<{width}}" + "".join(f"{kind:>9}" for kind in kinds))
     for name, per_kind in counts.items():
-        print(f"{name:<8}" + "".join(f"{per_kind[kind] / 1e3:>9.0f}" for kind in kinds))
-    if "lab" in counts and "bare" in counts:
+        print(f"{name:<{width}}" + "".join(f"{per_kind[kind] / 1e3:>9.0f}" for kind in kinds))
+    for name in over_bare:
         print(
-            f"{'lab/bare':<8}"
-            + "".join(f"{counts['lab'][k] / counts['bare'][k]:>8.2f}x" for k in kinds)
+            f"{name + '/bare':<{width}}"
+            + "".join(f"{counts[name][k] / counts['bare'][k]:>8.2f}x" for k in kinds)
         )

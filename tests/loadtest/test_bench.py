@@ -174,3 +174,26 @@ def test_instructions_per_request_are_counted_live_on_each_server() -> None:
         assert set(per_kind) == {"round1", "seal"}
         # A request through uvicorn and an app is tens of thousands of instructions at least.
         assert all(n > 10_000 for n in per_kind.values())
+
+
+def test_instruction_counts_print_each_server_over_bare(capsys: pytest.CaptureFixture) -> None:
+    from loadtest.instructions import print_instructions
+
+    counts = {
+        "bare": {"round1": 250_000.0, "seal": 260_000.0},
+        "lab": {"round1": 330_000.0, "seal": 400_000.0},
+        "lab-mypyc": {"round1": 300_000.0, "seal": 350_000.0},
+    }
+    print_instructions(counts, 400)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].split() == ["lab/bare", "1.32x", "1.54x"]
+    assert lines[-1].split() == ["lab-mypyc/bare", "1.20x", "1.35x"]
+    assert lines[4].split() == ["lab-mypyc", "300", "350"]
+
+
+def test_instructions_are_counted_on_python_servers_only() -> None:
+    from loadtest.config import LoadTestError
+    from loadtest.instructions import count_instructions
+
+    with pytest.raises(LoadTestError, match="not ts-hmac"):
+        count_instructions(servers=("bare", "ts-hmac"), requests=5)
