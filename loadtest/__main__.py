@@ -173,6 +173,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from loadtest.bench import SERVERS, print_report, run_bench
 
+    chosen = tuple(args.servers.split(",")) if args.servers else None
     if args.held:
         from loadtest.held_compare import compare_held, print_held
 
@@ -183,8 +184,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.instructions:
         from loadtest.instructions import count_instructions, print_instructions
 
-        servers = tuple(args.servers.split(",")) if args.servers else ("bare", "lab")
-        counts = count_instructions(servers=servers, requests=args.instructions)
+        counts = count_instructions(servers=chosen or ("bare", "lab"), requests=args.instructions)
         _write(counts, args.json)
         print_instructions(counts, args.instructions)
         return 0
@@ -199,7 +199,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         duration_s=args.duration_s,
         connections=args.connections,
         passes=args.passes,
-        servers=tuple(args.servers.split(",")) if args.servers else SERVERS,
+        servers=chosen or SERVERS,
     )
     _write(report, args.json)
     print_report(report)

@@ -88,7 +88,12 @@ def compiled_server_path() -> Path:
     return build(dest)
 
 
+def environment_for(built: Path) -> dict[str, str]:
+    """The environment that makes Python import the `server` built in `built`."""
+    # PYTHONSAFEPATH: `-m` would otherwise put the working directory (the sources) first.
+    return {"PYTHONPATH": str(built), "PYTHONSAFEPATH": "1"}
+
+
 def environment() -> dict[str, str]:
     """The environment that makes `python -m server` import the compiled lab."""
-    # PYTHONSAFEPATH: `-m` would otherwise put the working directory (the sources) first.
-    return {"PYTHONPATH": str(compiled_server_path()), "PYTHONSAFEPATH": "1"}
+    return environment_for(compiled_server_path())
