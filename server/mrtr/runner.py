@@ -48,9 +48,9 @@ class MrtrAttempt:
         self.max_request_state_bytes = max_request_state_bytes
 
     def open_state(
-        self, params: dict[str, Any], origin: Origin
+        self, token: Any, origin: Origin
     ) -> tuple[int, dict, dict, set[str] | None] | None:
-        """(rounds so far, carried answers, tool state) from the echoed requestState.
+        """(rounds so far, carried answers, tool state) from the echoed requestState `token`.
 
         None when the state is too old to use: expired, or sealed with a key this replica
         no longer holds (retired after a rotation). Such a state is not an attack, just
@@ -58,9 +58,6 @@ class MrtrAttempt:
         used, so a state that only looks that way gains nobody anything. Every other
         failure (tampered, another principal's, another request's) is an error.
         """
-        if "requestState" not in params:
-            return 0, {}, {}, None
-        token = params["requestState"]
         if isinstance(token, str) and len(token) > self.max_request_state_bytes:
             self.metrics.state_failures.labels("too_large").inc()
             raise invalid_params(
@@ -79,14 +76,14 @@ class MrtrAttempt:
     async def __call__(self, call: Call, invocation: Invocation) -> dict[str, Any]:
         """Run one attempt of the handler: its result, complete or input_required."""
         params = call.message.params
-        origin = Origin(
-            call.principal,
-            call.message.method,
-            invocation.name,
-            arguments_digest(invocation.arguments),
-        )
         responses = input_responses(params.get("inputResponses", {}))
-        opened = self.open_state(params, origin)
+        # The origin is built only for a round that opens or seals a state: its digest
+        # hashes the arguments, and a first round usually does neither.
+        origin: Origin | None = None
+        opened: tuple[int, dict, dict, set[str] | None] | None = (0, {}, {}, None)
+        if "requestState" in params:
+            origin = _origin(call, invocation)
+            opened = self.open_state(params["requestState"], origin)
         if opened is None:
             # Start again: the answers sent with a stale state reply to questions of a
             # round the server no longer knows, so they are dropped too.
@@ -113,7 +110,11 @@ class MrtrAttempt:
             carry = channel.to_carry(was_asked)
             if carry or ctx.state:
                 out["requestState"] = self._seal(
-                    origin, rounds + 1, carry, ctx.state, asked=asked.requests
+                    origin or _origin(call, invocation),
+                    rounds + 1,
+                    carry,
+                    ctx.state,
+                    asked=asked.requests,
                 )
             return out
         except Offload:
@@ -122,7 +123,11 @@ class MrtrAttempt:
             return {
                 "resultType": "input_required",
                 "requestState": self._seal(
-                    origin, rounds, channel.to_carry(was_asked), ctx.state, asked=was_asked or ()
+                    origin or _origin(call, invocation),
+                    rounds,
+                    channel.to_carry(was_asked),
+                    ctx.state,
+                    asked=was_asked or (),
                 ),
             }
         except BecomeTask as switch:
@@ -156,3 +161,10 @@ class MrtrAttempt:
             )
         self.metrics.count(self.metrics.states_sealed_key)
         return token
+
+
+def _origin(call: Call, invocation: Invocation) -> Origin:
+    """What a state of this request is bound to: principal, method, name, arguments."""
+    return Origin(
+        call.principal, call.message.method, invocation.name, arguments_digest(invocation.arguments)
+    )
