@@ -327,7 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--servers",
         default=None,
         help="a comma-separated subset of bare,lab,sdk,ts,ts-hmac; lab-mypyc adds the lab "
-        "compiled by mypyc",
+        "compiled by mypyc, floor a server that does only the state's work",
     )
     bench.add_argument(
         "--held",

@@ -8,7 +8,9 @@ The servers (`SERVERS`):
 - `ts`, `ts-hmac`: the same tools on the official TypeScript SDK v2 server, its per-request
   handler on Node 22, with requestState plain (its default) or under its HMAC codec;
 - `lab-mypyc`, only when asked: the lab with its request path compiled by mypyc
-  (`loadtest.compiled_lab`).
+  (`loadtest.compiled_lab`);
+- `floor`, only when asked: the least a server can do to answer the rounds as the lab does,
+  the lab's own sealing and nothing else (`loadtest.peers.floor`).
 
 The Python servers run on the same uvicorn stack (uvloop, httptools), every server pinned
 to core 0 and driven by `wrk` pinned to core 1, for each round kind of `loadtest.rounds`.
@@ -56,8 +58,8 @@ from server.harness.process import ChildProcess, free_port, pinned, wait_until_h
 
 STACK = ["--loop", "uvloop", "--http", "httptools"]
 SERVERS = ("bare", "lab", "sdk", "ts", "ts-hmac")
-#: Servers the bench runs only when asked (`--servers`): the lab compiled by mypyc.
-OPTIONAL_SERVERS = ("lab-mypyc",)
+#: Servers the bench runs only when asked (`--servers`): the lab compiled by mypyc, the floor.
+OPTIONAL_SERVERS = ("lab-mypyc", "floor")
 #: The lab sheds `crunch` after every unit, so its `shed` round is all requestState.
 LAB_OPTIONS = ["--shed-every-units", str(SHED_EVERY_UNITS)]
 
@@ -77,8 +79,8 @@ def target(name: str, port: int) -> Target:
     uvicorn = [sys.executable, "-m", "uvicorn", "--port", str(port), "--log-level", "warning"]
     if name == "bare":
         return Target(name, [*uvicorn, *STACK, "loadtest.peers.bare:app"], None, {})
-    if name == "sdk":
-        return Target(name, [*uvicorn, *STACK, "loadtest.peers.sdk:app"], None, {})
+    if name in ("sdk", "floor"):
+        return Target(name, [*uvicorn, *STACK, f"loadtest.peers.{name}:app"], None, {})
     if name in ("ts", "ts-hmac"):
         mode = "hmac" if name == "ts-hmac" else "plain"
         return Target(name, typescript.command(port, mode), None, typescript.environment())

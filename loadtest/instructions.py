@@ -30,7 +30,7 @@ from server.harness.process import free_port
 
 START_TIMEOUT_S = 180
 #: The bench's servers that run on Python, the ones counted here.
-PYTHON_SERVERS = ("bare", "lab", "sdk", "lab-mypyc")
+PYTHON_SERVERS = ("bare", "lab", "sdk", "lab-mypyc", "floor")
 #: Requests each round kind sends before counting starts (caches, lazy imports).
 WARM_REQUESTS = 20
 

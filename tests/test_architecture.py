@@ -38,8 +38,8 @@ COMPOSERS = {"server.app", "server.__main__"}
 #: What the load test may use of the server: the clients, the protocol, the process
 #: harness, and the tools its users call (their names and what a right answer is).
 LOADTEST_MAY_IMPORT = {"server.client", "server.protocol", "server.harness", "server.tools"}
-#: The benchmarks measure the server itself, in process.
-LOADTEST_BENCHMARKS = {"loadtest.microbench"}
+#: The benchmarks measure the server itself: in process, or (the floor) its sealing alone.
+LOADTEST_BENCHMARKS = {"loadtest.microbench", "loadtest.peers.floor"}
 
 
 def module_name(path: Path) -> str:

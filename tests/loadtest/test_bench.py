@@ -105,7 +105,7 @@ def test_an_answer_of_the_wrong_kind_fails_the_run(bare: RunningTarget) -> None:
 
 
 @needs_wrk
-@pytest.mark.parametrize("name", SERVERS)
+@pytest.mark.parametrize("name", [*SERVERS, "floor"])
 def test_every_server_answers_every_round_correctly_under_wrk(name: str) -> None:
     if why := missing(name):
         pytest.skip(why)
