@@ -171,7 +171,8 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from loadtest.bench import SERVERS, print_report, run_bench
+    from loadtest.bench import SERVERS, run_bench
+    from loadtest.bench_report import print_report
 
     chosen = tuple(args.servers.split(",")) if args.servers else None
     if args.held:

@@ -46,8 +46,6 @@ from loadtest import compiled_lab
 from loadtest.config import LoadTestError
 from loadtest.microbench import (
     in_process_microbench,
-    print_in_process,
-    print_state_report,
     seal_open_microbench,
 )
 from loadtest.peers import typescript
@@ -234,6 +232,11 @@ def _median_pass(samples: list[dict[str, float]]) -> dict[str, float]:
     return sorted(samples, key=lambda s: s["requests_per_s"])[len(samples) // 2]
 
 
+def _spread(per_pass: list[float]) -> dict[str, float]:
+    """A ratio over passes: its median and its range."""
+    return {"median": median(per_pass), "min": min(per_pass), "max": max(per_pass)}
+
+
 def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, Any]:
     """Medians, the lab's ratios to each peer (median and spread over passes) and tails."""
     servers = {
@@ -249,11 +252,7 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
                 lab["requests_per_s"] / other["requests_per_s"]
                 for lab, other in zip(passes["lab"][kind], passes[peer][kind], strict=True)
             ]
-            ratios[f"lab/{peer} {kind}"] = {
-                "median": median(per_pass),
-                "min": min(per_pass),
-                "max": max(per_pass),
-            }
+            ratios[f"lab/{peer} {kind}"] = _spread(per_pass)
             if all("cpu_us_per_request" in s for s in passes[peer][kind] + passes["lab"][kind]):
                 cpu = [
                     other["cpu_us_per_request"] / lab["cpu_us_per_request"]
@@ -272,6 +271,17 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
             ]
             tails[kind]["lab/bare"] = median(lab_over_bare)
     report = {"servers": servers, "ratios": ratios, "p99_over_p50": tails}
+    if "floor" in passes and "bare" in passes:
+        # What the state's work alone costs against bare, from the same passes.
+        report["floor_over_bare"] = {
+            kind: _spread(
+                [
+                    floor["requests_per_s"] / bare["requests_per_s"]
+                    for floor, bare in zip(passes["floor"][kind], passes["bare"][kind], strict=True)
+                ]
+            )
+            for kind in KINDS
+        }
     lab = passes.get("lab", {})
     if lab and all("gc_collections_gen0" in s for samples in lab.values() for s in samples):
         report["lab_gc_per_10k_requests"] = {
@@ -321,77 +331,3 @@ def run_bench(
         report["request_state"] = seal_open_microbench()
         report["in_process"] = in_process_microbench()
     return report
-
-
-def _print_ratio_table(ratios: dict[str, Any], peers: list[str], prefix: str) -> None:
-    """One row per peer, one cell per round kind: the median ratio and its spread over passes.
-
-    `prefix` picks the ratio: "" for req/s, "cpu_" for CPU per request.
-    """
-    width = max(9, *(len(peer) + 1 for peer in peers))
-    print((" " * width + "".join(f"{kind:<21}" for kind in KINDS)).rstrip())
-    for peer in peers:
-        cells = []
-        for kind in KINDS:
-            r = ratios[f"lab/{peer} {kind}"]
-            median_key = f"{prefix}median"
-            cells.append(
-                f"{r[median_key]:.2f}x ({r[prefix + 'min']:.2f}-{r[prefix + 'max']:.2f})"
-                if median_key in r
-                else "n/a"
-            )
-        print((peer.ljust(width) + "".join(cell.ljust(21) for cell in cells)).rstrip())
-
-
-def print_report(report: dict[str, Any]) -> None:
-    """The report as tables: every server and round, the lab's ratios, tails, microbenchmarks."""
-    print(
-        f"stack: {report['stack']} (Python servers), Node 22 (ts), wrk -t1 "
-        f"-c{report['connections']} {report['duration_s']:g} s, pinned cores; "
-        f"median of {report['passes']} interleaved passes"
-    )
-    for name, why in report["missing"].items():
-        print(f"missing: {name} ({why})")
-    servers = report["servers"]
-    tails = report["p99_over_p50"]
-    width = max(8, *(len(name) for name in servers))
-    print(
-        f"{'round':<7} {'server':<{width}} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99/p50':>8} "
-        f"{'CPU us/req':>10} {'user':>5} {'kernel':>6}"
-    )
-    for kind in KINDS:
-        for name, kinds in servers.items():
-            r = kinds[kind]
-            print(
-                f"{kind:<7} {name:<{width}} {r['requests_per_s']:>8.0f} {r['p50_ms']:>7.2f} "
-                f"{r['p99_ms']:>7.2f} {tails[kind][name]:>8.1f} "
-                f"{r.get('cpu_us_per_request', float('nan')):>10.0f} "
-                f"{r.get('user_us_per_request', float('nan')):>5.0f} "
-                f"{r.get('kernel_us_per_request', float('nan')):>6.0f}"
-            )
-    peers = [peer for peer in servers if peer != "lab"]
-    print("lab's req/s over each peer's, median of per-pass ratios (min-max over passes):")
-    _print_ratio_table(report["ratios"], peers, "")
-    print(
-        "each peer's CPU per request over the lab's (requests a core serves, lab/peer), "
-        "median of per-pass ratios (min-max over passes):"
-    )
-    _print_ratio_table(report["ratios"], peers, "cpu_")
-    if "bare" in servers:
-        print(
-            "tail: lab's p99/p50 over bare's, median over passes (target 1.25x or less): "
-            + ", ".join(f"{kind} {tails[kind]['lab/bare']:.2f}x" for kind in KINDS)
-        )
-    if "lab_gc_per_10k_requests" in report:
-        print(
-            f"lab's garbage collections per 10,000 timed requests "
-            f"({report['lab_gc_requests']:,} in all), generation 0/1/2: "
-            + ", ".join(
-                f"{kind} " + "/".join(f"{n:.2f}" for n in gens)
-                for kind, gens in report["lab_gc_per_10k_requests"].items()
-            )
-        )
-    if "request_state" in report:
-        print_state_report(report["request_state"])
-    if "in_process" in report:
-        print_in_process(report["in_process"])

@@ -12,11 +12,11 @@ from loadtest.bench import (
     SERVERS,
     RunningTarget,
     missing,
-    print_report,
     run_bench,
     summarise,
     target,
 )
+from loadtest.bench_report import print_report
 from loadtest.microbench import seal_open_microbench
 from loadtest.rounds import KINDS, Round, call_body
 from loadtest.wrk import WrkRunError, lua_script, parse_wrk, run_wrk
@@ -71,6 +71,24 @@ def test_ratios_are_taken_within_each_pass_and_spread_over_passes() -> None:
     assert report["servers"]["lab"]["seal"]["requests_per_s"] == 450  # the median pass
     assert report["p99_over_p50"]["open"]["bare"] == 4.0
     assert report["p99_over_p50"]["open"]["lab/bare"] == 1.0  # passes 1.5, 1.0, 1.0
+
+
+def test_the_floor_is_reported_over_bare_from_the_same_passes(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    passes = {
+        "bare": {kind: [_pass(1000), _pass(500), _pass(800)] for kind in KINDS},
+        "floor": {kind: [_pass(1200), _pass(450), _pass(800)] for kind in KINDS},
+        "lab": {kind: [_pass(800), _pass(450), _pass(400)] for kind in KINDS},
+    }
+    report = summarise(passes)
+    assert report["floor_over_bare"]["seal"] == {"median": 1.0, "min": 0.9, "max": 1.2}
+    assert report["ratios"]["lab/floor seal"]["median"] == pytest.approx(2 / 3)  # 0.67, 1, 0.5
+    report.update(connections=10, duration_s=1, passes=3, missing={}, stack="uvicorn")
+    print_report(report)
+    floor_line = capsys.readouterr().out.splitlines()[-1]
+    assert floor_line.startswith("floor's req/s over bare's")
+    assert "seal 1.00x (0.90-1.20)" in floor_line
 
 
 def test_seal_open_microbenchmark_reports_token_size_and_times() -> None:
