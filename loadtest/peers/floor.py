@@ -24,24 +24,20 @@ from starlette.types import Receive, Scope, Send
 
 from server.config import ServerConfig
 from server.mrtr.state import Origin, StateSealer, arguments_digest
+from server.protocol.inputs import elicitation
 from server.tools.crunch import crunch_start, crunch_units
 from server.tools.demo import DUPLICATE_SCHEMA, LOGIN_SCHEMA
 from server.transport.auth import ANONYMOUS
-from server.transport.streamable import JsonMessageResponse
+from server.transport.streamable import JsonMessageResponse, read_body
 
-SEALER = StateSealer(ServerConfig().state_keys, ttl_s=600)
-
-
-def _question(message: str, schema: dict[str, Any]) -> dict[str, Any]:
-    params = {"mode": "form", "message": message, "requestedSchema": schema}
-    return {"method": "elicitation/create", "params": params}
-
-
-LOGIN = {"github_login": _question("Please provide your GitHub username", LOGIN_SCHEMA)}
+#: The lab's defaults: its state keys (MRTR_STATE_KEYS) and its limit on a body.
+CONFIG = ServerConfig()
+SEALER = StateSealer(CONFIG.state_keys, ttl_s=600)
+LOGIN = {"github_login": elicitation("Please provide your GitHub username", LOGIN_SCHEMA).to_wire()}
 DUPLICATE = {
-    "duplicate_of": _question(
+    "duplicate_of": elicitation(
         "Since this is a duplicate, which work item is the original?", DUPLICATE_SCHEMA
-    )
+    ).to_wire()
 }
 
 
@@ -81,13 +77,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     """POST: one JSON-RPC `tools/call` in, its result out (anything else is not served)."""
     if scope["type"] != "http":
         return
-    body = b""
-    more = True
-    while more:
-        message = await receive()
-        body += message.get("body", b"")
-        more = message.get("more_body", False)
-    request = orjson.loads(body)
+    request = orjson.loads(await read_body(receive, {}, CONFIG.max_body_bytes))
     result = answer(request["params"])
     out = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
     await JsonMessageResponse(out).write(send)
