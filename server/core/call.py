@@ -29,7 +29,7 @@ class Call(Caller):
     channel: Channel | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Invocation:
     """What a request runs: a handler, its target's name, and its checked arguments."""
 
