@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
@@ -187,7 +187,7 @@ class McpServer:
                 # Notifications and stray responses need no answer in a stateless server.
                 self.metrics.count_request("notification", "accepted")
                 return Response(status_code=202)
-            capabilities = self._check_version(headers, message)
+            capabilities = rules.check_modern_request(headers, message, SUPPORTED_VERSIONS)
             method = self.table.get(message.method)
             if method is None:
                 raise RpcError(
@@ -227,14 +227,6 @@ class McpServer:
         self.metrics.count_request("other", "error")
         internal = RpcError(jsonrpc.INTERNAL_ERROR, "Internal error", http_status=500)
         return transport.error_response(jsonrpc.request_id_of(payload), internal)
-
-    def _check_version(self, headers: Mapping[str, str], message: Message) -> dict[str, Any]:
-        version = rules.header(headers, rules.VERSION_HEADER)
-        if version is None:
-            raise RpcError(
-                jsonrpc.HEADER_MISMATCH, "Missing MCP-Protocol-Version header", http_status=400
-            )
-        return rules.check_modern_request(headers, message, SUPPORTED_VERSIONS)
 
     async def _stream(self, call: Call, method: Method) -> AsyncIterator[bytes]:
         """Serve a call whose notifications (progress) go on an SSE stream before its result."""

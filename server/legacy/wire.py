@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from server.protocol.headers import SESSION_HEADER, VERSION_HEADER, header
+from server.protocol.headers import SESSION_HEADER, VERSION_HEADER, VERSION_KEY, header
 from server.protocol.versions import LEGACY_VERSION
 
 #: Methods whose handlers may ask for input, and so may hold an SSE stream.
@@ -41,11 +41,11 @@ def is_legacy_request(headers: Mapping[str, str], payload: Any) -> bool:
 
     Without an `MCP-Protocol-Version` header, an `initialize` or a request carrying a
     session id is legacy; anything else is left to the 2026-07-28 rules (which require the
-    header).
+    header). `headers` has lowercase names, as `request_headers` builds them.
     """
-    version = header(headers, VERSION_HEADER)
+    version = headers.get(VERSION_KEY)
     if version is not None:
-        return version == LEGACY_VERSION
+        return version.strip() == LEGACY_VERSION
     if header(headers, SESSION_HEADER):
         return True
     return isinstance(payload, dict) and payload.get("method") == "initialize"

@@ -57,6 +57,12 @@ NAMED_METHODS = {
 }
 
 
+#: The same names as ASGI (and `request_headers`) spell them, for lookups on the hot path.
+VERSION_KEY = VERSION_HEADER.lower()
+METHOD_KEY = METHOD_HEADER.lower()
+NAME_KEY = NAME_HEADER.lower()
+
+
 def header(headers: Mapping[str, str], name: str) -> str | None:
     """A header's value with surrounding whitespace removed (RFC 9110).
 
@@ -70,7 +76,13 @@ def header(headers: Mapping[str, str], name: str) -> str | None:
 def check_modern_request(
     headers: Mapping[str, str], message: Message, supported_versions: list[str]
 ) -> dict[str, Any]:
-    """Apply the 2026-07-28 request rules; returns the client's declared capabilities."""
+    """Apply the 2026-07-28 request rules; returns the client's declared capabilities.
+
+    `headers` has lowercase names, as `request_headers` builds them.
+    """
+    version = headers.get(VERSION_KEY)
+    if version is None:
+        raise RpcError(HEADER_MISMATCH, "Missing MCP-Protocol-Version header", http_status=400)
     meta = message.params.get("_meta")
     if not isinstance(meta, dict):
         raise RpcError(
@@ -78,14 +90,14 @@ def check_modern_request(
             "Invalid params: _meta with protocolVersion and clientCapabilities is required",
             http_status=400,
         )
-    missing = [k for k in (META_VERSION, META_CAPABILITIES) if k not in meta]
-    if missing:
+    if META_VERSION not in meta or META_CAPABILITIES not in meta:
+        missing = [k for k in (META_VERSION, META_CAPABILITIES) if k not in meta]
         raise RpcError(
             jsonrpc.INVALID_PARAMS,
             f"Invalid params: _meta is missing {', '.join(missing)}",
             http_status=400,
         )
-    version = header(headers, VERSION_HEADER)
+    version = version.strip()
     if version != meta[META_VERSION]:
         raise RpcError(
             HEADER_MISMATCH,
@@ -101,19 +113,22 @@ def check_modern_request(
             "Invalid params: clientCapabilities must be an object",
             http_status=400,
         )
-    if header(headers, METHOD_HEADER) != message.method:
+    method = headers.get(METHOD_KEY)
+    if method is None or method.strip() != message.method:
         raise RpcError(
             HEADER_MISMATCH, "Mcp-Method header does not match the body's method", http_status=400
         )
     field = NAMED_METHODS.get(message.method)
     if field is not None:
         target = message.params.get(field)
-        if isinstance(target, str) and header(headers, NAME_HEADER) != target:
-            raise RpcError(
-                HEADER_MISMATCH,
-                f"Mcp-Name header does not match the body's params.{field}",
-                http_status=400,
-            )
+        if isinstance(target, str):
+            name = headers.get(NAME_KEY)
+            if name is None or name.strip() != target:
+                raise RpcError(
+                    HEADER_MISMATCH,
+                    f"Mcp-Name header does not match the body's params.{field}",
+                    http_status=400,
+                )
     return capabilities
 
 
