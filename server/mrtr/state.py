@@ -110,12 +110,18 @@ class Origin(NamedTuple):
 
 
 def arguments_digest(arguments: Any) -> str:
-    """A short, order-independent digest of a request's salient params (its arguments)."""
+    """A short, order-independent digest of a request's salient params (its arguments).
+
+    BLAKE2b with a 128-bit output over the arguments' JSON with sorted keys, in hex. It is
+    computed twice for most rounds that carry state (seal, then open on the retry), and
+    BLAKE2b is built into Python: about half what SHA-256 through OpenSSL plus base64
+    cost, at the same 128 bits the truncated SHA-256 gave.
+    """
     try:
         canonical = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # integers beyond 64 bits
         canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()
-    return pybase64.b64encode_as_string(hashlib.sha256(canonical).digest()[:16], b"-_")
+    return hashlib.blake2b(canonical, digest_size=16).hexdigest()
 
 
 class OpenedState(NamedTuple):
