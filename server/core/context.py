@@ -134,7 +134,8 @@ class MrtrChannel:
             else:
                 missing[key] = request
         if missing:
-            lacking = {r.capability for r in missing.values()} - set(self.client_capabilities)
+            capabilities = self.client_capabilities
+            lacking = {r.capability for r in missing.values() if r.capability not in capabilities}
             if lacking:
                 raise missing_capability(lacking)
             raise InputRequired(missing)
