@@ -8,6 +8,7 @@ announced, and this replica starts running it. Everything else passes straight t
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from server.core.call import Attempt, Call, Invocation
@@ -51,16 +52,26 @@ class TaskAttempt:
         #: Live (unexpired) tasks one principal may keep in the store; 0: no limit.
         self.max_tasks_per_principal = max_tasks_per_principal
 
-    async def __call__(self, call: Call, invocation: Invocation) -> dict[str, Any]:
-        """Run the invocation; a tool that becomes a task ends the request with the task."""
+    def __call__(self, call: Call, invocation: Invocation) -> Awaitable[dict[str, Any]]:
+        """Run the invocation; a tool that becomes a task ends the request with the task.
+
+        Not a coroutine itself: a call that cannot become a task (nearly every call) gets
+        the inner attempt's awaitable as it is, without a coroutine of this layer around it.
+        """
         tool = invocation.tool
         if tool is None:
-            return await self.inner(call, invocation)
-        wire = self._creation_wire(call, tool)
+            return self.inner(call, invocation)
+        support = tool.task_support
+        wire = self._creation_wire(call, support)
         if wire is None:
-            if tool.task_support == "required":
+            if support == "required":
                 raise missing_tasks_capability()
-            return await self.inner(call, invocation)
+            return self.inner(call, invocation)
+        return self._may_become_task(call, invocation, tool, wire)
+
+    async def _may_become_task(
+        self, call: Call, invocation: Invocation, tool: Tool, wire: str
+    ) -> dict[str, Any]:
         ephemeral = Invocation(
             invocation.handler, invocation.name, invocation.arguments, tool, may_become_task=True
         )
@@ -83,8 +94,8 @@ class TaskAttempt:
             return {"resultType": "task", "task": wire_task(record, SEED)}
         return {"resultType": "task", **wire_task(record, EXTENSION)}
 
-    def _creation_wire(self, call: Call, tool: Tool) -> str | None:
-        if tool.task_support not in ("optional", "required"):
+    def _creation_wire(self, call: Call, support: str) -> str | None:
+        if support not in ("optional", "required"):
             return None  # a sync-only tool ignores a task hint
         wire = wire_of(call.client_capabilities)
         if wire == EXTENSION:
