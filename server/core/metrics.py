@@ -16,6 +16,7 @@ collects at all, and how often, with nothing added to the request path.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, GCCollector, generate_latest
@@ -70,7 +71,7 @@ class ServerMetrics:
         )
         self._labels = labels
         #: Hot-path counts not yet added to their counters, by (counter, label values).
-        self._tally: dict[tuple[Any, tuple[str, ...]], int] = {}
+        self._tally: defaultdict[tuple[Any, tuple[str, ...]], int] = defaultdict(int)
         #: The hot path's counts, as keys of `_tally`.
         self.asked_questions = (self.input_required, ("questions",))
         self.offloaded = (self.input_required, ("offload",))
@@ -80,16 +81,15 @@ class ServerMetrics:
 
     def count(self, key: tuple[Any, tuple[str, ...]]) -> None:
         """Count one event of a hot-path counter (`asked_questions`, `offloaded`, ...)."""
-        tally = self._tally
-        tally[key] = tally.get(key, 0) + 1
+        self._tally[key] += 1
 
     def count_request(self, method: str, outcome: str) -> None:
         """Count one request by method and outcome."""
-        self.count((self.requests, (method, outcome)))
+        self._tally[(self.requests, (method, outcome))] += 1
 
     def flush(self) -> None:
         """Add the tallied hot-path counts to their Prometheus counters."""
-        tally, self._tally = self._tally, {}
+        tally, self._tally = self._tally, defaultdict(int)
         for (counter, labels), n in tally.items():
             (counter.labels(*labels) if labels else counter).inc(n)
 
