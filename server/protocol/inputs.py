@@ -21,11 +21,12 @@ LIST_ROOTS = "roots/list"
 
 CAPABILITY_OF = {ELICIT: "elicitation", SAMPLE: "sampling", LIST_ROOTS: "roots"}
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
+_BOOLEAN = (bool,)
+_JSON_TYPES: dict[Any, tuple[type, ...]] = {
     "string": (str,),
     "number": (int, float),
     "integer": (int,),
-    "boolean": (bool,),
+    "boolean": _BOOLEAN,
 }
 
 
@@ -121,27 +122,33 @@ def roots() -> InputRequest:
 
 def _parse_elicit(answer: dict[str, Any], schema: dict[str, Any]) -> Elicited | None:
     action = answer.get("action")
-    if action in ("decline", "cancel"):
-        return Elicited(action, {})
     if action != "accept":
-        return None
+        return Elicited(action, {}) if action == "decline" or action == "cancel" else None
     content = answer.get("content")
     if not isinstance(content, dict):
         return None
-    properties = schema.get("properties") or {}
-    for name in schema.get("required") or ():
-        if name not in content:
-            return None
+    required = schema.get("required")
+    if required:
+        for name in required:
+            if name not in content:
+                return None
+    properties = schema.get("properties")
+    if not properties:
+        return Elicited("accept", content)
     for name, value in content.items():
         spec = properties.get(name)
         if spec is None:
             continue
-        allowed = _JSON_TYPES.get(spec.get("type", ""))
-        if allowed is not None and (
-            not isinstance(value, allowed) or (bool not in allowed and isinstance(value, bool))
-        ):
-            return None
-        if "enum" in spec and value not in spec["enum"]:
+        allowed = _JSON_TYPES.get(spec.get("type"))
+        if allowed is not None:
+            if type(value) is bool:
+                # Python's True is an int, JSON's is not: it fits "boolean" only.
+                if allowed is not _BOOLEAN:
+                    return None
+            elif not isinstance(value, allowed):
+                return None
+        enum = spec.get("enum")
+        if enum is not None and value not in enum:
             return None
     return Elicited("accept", content)
 
