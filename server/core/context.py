@@ -26,13 +26,18 @@ from server.protocol.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
 
 
 class InputRequired(Exception):
-    """This attempt needs answers first: under MRTR it becomes an InputRequiredResult."""
+    """This attempt needs answers first: under MRTR it becomes an InputRequiredResult.
 
-    def __init__(self, requests: dict[str, InputRequest]) -> None:
-        # No message built here: every round that asks raises one, and almost none is
-        # ever printed.
-        super().__init__()
-        self.requests = requests
+    Raised as `InputRequired(requests)`. Every round that asks raises one, so it keeps
+    its questions in the exception's own `args` (no `__init__` of its own to run) and
+    builds no message unless printed.
+    """
+
+    @property
+    def requests(self) -> dict[str, InputRequest]:
+        """The questions still open, by key."""
+        requests: dict[str, InputRequest] = self.args[0]
+        return requests
 
     def __str__(self) -> str:
         return f"input required: {', '.join(self.requests)}"
