@@ -130,14 +130,17 @@ class MrtrChannel:
         answers: dict[str, Any] = {}
         missing: dict[str, InputRequest] = {}
         for key, request in requests.items():
-            for raw in (self.carried.get(key), self.responses.get(key)):
+            # An answer carried from an earlier round first, else one sent with this one.
+            raw = self.carried.get(key)
+            parsed = request.parse(raw) if raw is not None else None
+            if parsed is None:
+                raw = self.responses.get(key)
                 parsed = request.parse(raw) if raw is not None else None
-                if parsed is not None:
-                    answers[key] = parsed
-                    self.used[key] = raw
-                    break
-            else:
+            if parsed is None:
                 missing[key] = request
+            else:
+                answers[key] = parsed
+                self.used[key] = raw
         if missing:
             capabilities = self.client_capabilities
             lacking = {r.capability for r in missing.values() if r.capability not in capabilities}
