@@ -43,6 +43,26 @@ class RepeatedHeader(Exception):
         self.name = name
 
 
+#: Header names nearly every request carries, decoded once. Looking a name up here costs
+#: less than decoding it again; any other name is decoded as it comes. Fixed: a client
+#: sending made-up names cannot grow it.
+_COMMON_NAMES = {
+    name.encode(): name
+    for name in (
+        *SINGLE_HEADERS,
+        "accept",
+        "accept-encoding",
+        "connection",
+        "user-agent",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "mcp-session-id",
+        "last-event-id",
+    )
+}
+
+
 def request_headers(scope: Scope) -> dict[str, str]:
     """The request's headers as a plain dict (lowercase names), built once per request.
 
@@ -51,7 +71,8 @@ def request_headers(scope: Scope) -> dict[str, str]:
     an `Mcp-*` header or one of `SINGLE_HEADERS` appears twice.
     """
     raw = scope["headers"]
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
+    common = _COMMON_NAMES.get
+    headers = {common(k) or k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
     if len(headers) != len(raw):
         seen: set[str] = set()
         for key, _ in raw:
