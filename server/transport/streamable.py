@@ -20,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from server.protocol import jsonrpc
+from server.protocol.headers import METHOD_KEY, NAME_KEY, SESSION_HEADER, VERSION_KEY
 from server.protocol.jsonrpc import RpcError
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "::1"}
@@ -54,10 +55,10 @@ _COMMON_NAMES = {
         "accept-encoding",
         "connection",
         "user-agent",
-        "mcp-protocol-version",
-        "mcp-method",
-        "mcp-name",
-        "mcp-session-id",
+        VERSION_KEY,
+        METHOD_KEY,
+        NAME_KEY,
+        SESSION_HEADER.lower(),
         "last-event-id",
     )
 }
