@@ -84,11 +84,8 @@ class InputRequest:
 
 def input_responses(value: Any) -> dict[str, dict[str, Any]]:
     """`inputResponses` checked for shape: an object mapping each key to a result object."""
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or not all(isinstance(a, dict) for a in value.values()):
         raise invalid_params("inputResponses must be an object mapping keys to result objects")
-    for answer in value.values():
-        if not isinstance(answer, dict):
-            raise invalid_params("inputResponses must be an object mapping keys to result objects")
     return value
 
 
