@@ -121,7 +121,14 @@ def arguments_digest(arguments: Any) -> str:
         canonical = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # integers beyond 64 bits
         canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.blake2b(canonical, digest_size=16).hexdigest()
+    digest = _BLAKE2B_128.copy()
+    digest.update(canonical)
+    return digest.hexdigest()
+
+
+#: An empty BLAKE2b-128, copied for each digest: a copy costs less than setting one up
+#: from its keyword parameters.
+_BLAKE2B_128 = hashlib.blake2b(digest_size=16)
 
 
 class OpenedState(NamedTuple):
@@ -133,6 +140,9 @@ class OpenedState(NamedTuple):
     tool_state: dict[str, Any]
     #: The questions the round that sealed it asked (None for an older state).
     asked: set[str] | None = None
+
+
+_new_tuple = tuple.__new__
 
 
 class StateSealer:
@@ -208,7 +218,7 @@ class StateSealer:
         try:
             # Validating: lenient decoding would skip stray characters and ignore text
             # appended after the padding; this rejects both, as binascii's strict mode does.
-            raw = pybase64.b64decode(body, validate=True)
+            raw = pybase64.b64decode(body, None, True)  # validate=True, passed by position
         except (binascii.Error, ValueError) as exc:
             raise StateError("malformed", "requestState is not valid base64") from exc
         if len(raw) <= NONCE_BYTES + 16:
@@ -233,6 +243,14 @@ class StateSealer:
         if document["exp"] < self._clock():
             raise StateError("expired", "requestState has expired; start the request again")
         asked = document.get("q")  # absent from states sealed before it was recorded
-        return OpenedState(
-            kid, document["r"], document["a"], document["s"], None if asked is None else set(asked)
+        # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function.
+        return _new_tuple(
+            OpenedState,
+            (
+                kid,
+                document["r"],
+                document["a"],
+                document["s"],
+                None if asked is None else set(asked),
+            ),
         )
