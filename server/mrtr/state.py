@@ -199,7 +199,7 @@ class StateSealer:
             "r": round,
             "a": answers,
             "s": tool_state,
-            "q": sorted(asked),
+            "q": [*asked],
         }
         nonce = _NONCES.take()
         sealed = self._sealing_cipher.encrypt(nonce, _dump(document), self._sealing_aad)
