@@ -23,7 +23,7 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from server.config import ServerConfig
-from server.mrtr.state import Origin, StateSealer, arguments_digest
+from server.mrtr.state import Origin, StateSealer
 from server.protocol.inputs import elicitation
 from server.tools.crunch import crunch_start, crunch_units
 from server.tools.demo import DUPLICATE_SCHEMA, LOGIN_SCHEMA
@@ -42,7 +42,7 @@ DUPLICATE = {
 
 
 def _origin(params: dict[str, Any]) -> Origin:
-    return Origin(ANONYMOUS, "tools/call", params["name"], arguments_digest(params["arguments"]))
+    return Origin.of(ANONYMOUS, "tools/call", params["name"], params["arguments"])
 
 
 def answer(params: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 from server.core.call import Call, Invocation
 from server.core.context import BecomeTask, Context, InputRequired, MrtrChannel, Offload, Replica
 from server.core.metrics import ServerMetrics
-from server.mrtr.state import Origin, StateError, StateSealer, arguments_digest
+from server.mrtr.state import Origin, StateError, StateSealer
 from server.protocol.inputs import input_responses
 from server.protocol.jsonrpc import invalid_params
 
@@ -165,6 +165,4 @@ class MrtrAttempt:
 
 def _origin(call: Call, invocation: Invocation) -> Origin:
     """What a state of this request is bound to: principal, method, name, arguments."""
-    return Origin(
-        call.principal, call.message.method, invocation.name, arguments_digest(invocation.arguments)
-    )
+    return Origin.of(call.principal, call.message.method, invocation.name, invocation.arguments)

@@ -92,6 +92,9 @@ class _Nonces:
 _NONCES = _Nonces()
 
 
+_new_tuple = tuple.__new__
+
+
 class StateError(Exception):
     """A requestState that failed to open or to match the request; `reason` names why."""
 
@@ -107,6 +110,12 @@ class Origin(NamedTuple):
     method: str
     name: str
     arguments_digest: str
+
+    @classmethod
+    def of(cls, principal: str, method: str, name: str, arguments: Any) -> Origin:
+        """The origin of a request with these `arguments` (their digest is taken here)."""
+        # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function.
+        return _new_tuple(cls, (principal, method, name, arguments_digest(arguments)))
 
 
 def arguments_digest(arguments: Any) -> str:
@@ -140,9 +149,6 @@ class OpenedState(NamedTuple):
     tool_state: dict[str, Any]
     #: The questions the round that sealed it asked (None for an older state).
     asked: set[str] | None = None
-
-
-_new_tuple = tuple.__new__
 
 
 class StateSealer:
@@ -243,7 +249,6 @@ class StateSealer:
         if document["exp"] < self._clock():
             raise StateError("expired", "requestState has expired; start the request again")
         asked = document.get("q")  # absent from states sealed before it was recorded
-        # tuple.__new__ directly: a NamedTuple's own __new__ is a Python function.
         return _new_tuple(
             OpenedState,
             (

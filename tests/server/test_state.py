@@ -30,6 +30,14 @@ def test_state_opens_with_what_was_sealed() -> None:
     assert opened.round == 1 and opened.key_id == "a"
 
 
+def test_origin_of_a_request_digests_its_arguments_in_any_key_order() -> None:
+    origin = Origin.of("alice", "tools/call", "get_weather", {"location": "Paris", "days": 2})
+    assert type(origin) is Origin and origin[:3] == ("alice", "tools/call", "get_weather")
+    assert origin.arguments_digest == arguments_digest({"days": 2, "location": "Paris"})
+    assert origin.arguments_digest != arguments_digest({"location": "Paris", "days": 3})
+    assert Origin.of("alice", "tools/call", "get_weather", {"location": "Paris"}) == ORIGIN
+
+
 def test_integers_beyond_64_bits_survive_sealing_and_bind_the_arguments() -> None:
     # orjson refuses to write them and reads them back as floats, which would round this
     # one (2**70 + 1 is no float): the standard library's json carries them exactly.
