@@ -33,8 +33,8 @@ class Tool:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # Built once. JSON Schema 2020-12 unless the schema names another dialect in
-        # `$schema` (the MCP default); checking arguments costs a fraction of a microsecond.
+        # Built once. The dialect is JSON Schema 2020-12, MCP's default, unless the schema
+        # names another in `$schema`; checking arguments costs a fraction of a microsecond.
         self._validator = jsonschema_rs.validator_for(self.input_schema)
         #: Arguments a client must repeat in an `Mcp-Param-<name>` header (SEP-2243's
         #: `x-mcp-header`), so gateways can route on them without parsing the body.

@@ -118,6 +118,11 @@ class Origin(NamedTuple):
         return _new_tuple(cls, (principal, method, name, arguments_digest(arguments)))
 
 
+#: An empty BLAKE2b-128, copied for each digest: a copy costs less than setting one up
+#: from its keyword parameters.
+_BLAKE2B_128 = hashlib.blake2b(digest_size=16)
+
+
 def arguments_digest(arguments: Any) -> str:
     """A short, order-independent digest of a request's salient params (its arguments).
 
@@ -133,11 +138,6 @@ def arguments_digest(arguments: Any) -> str:
     digest = _BLAKE2B_128.copy()
     digest.update(canonical)
     return digest.hexdigest()
-
-
-#: An empty BLAKE2b-128, copied for each digest: a copy costs less than setting one up
-#: from its keyword parameters.
-_BLAKE2B_128 = hashlib.blake2b(digest_size=16)
 
 
 class OpenedState(NamedTuple):

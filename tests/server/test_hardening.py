@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from server.app import create_app
 from server.client import SEED, Exchange, McpError, MrtrClient, accept, task_capabilities
 from server.harness.process import ServerProcess
-from server.mrtr.state import Origin, StateSealer, arguments_digest
+from server.mrtr.state import Origin, StateSealer
 from server.protocol.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -271,7 +271,7 @@ JUNK = {f"junk{i}": {"action": "accept", "content": {}} for i in range(2000)}
 
 
 def opened_state(exchange: Exchange, name: str, arguments: dict[str, Any]) -> Any:
-    origin = Origin(ANONYMOUS, "tools/call", name, arguments_digest(arguments))
+    origin = Origin.of(ANONYMOUS, "tools/call", name, arguments)
     return StateSealer((KEY_A,), 600).open(exchange.request_state, origin)
 
 
