@@ -204,6 +204,7 @@ def _serve(argv: list[str]) -> int:
     import uvicorn
 
     from server.app import create_app
+    from server.transport.coalescing import with_coalesced_writes
     from server.transport.header_timeout import protocol_class, with_header_timeout
 
     app = create_app(config)
@@ -212,7 +213,9 @@ def _serve(argv: list[str]) -> int:
         host=args.host,
         port=args.port,
         loop=args.loop,
-        http=with_header_timeout(protocol_class(args.http), config.header_timeout_s),
+        http=with_header_timeout(
+            with_coalesced_writes(protocol_class(args.http)), config.header_timeout_s
+        ),
         log_level=args.log_level,
         access_log=False,
         # The replica reads neither the client's address nor the scheme, so uvicorn's
