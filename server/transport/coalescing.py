@@ -21,6 +21,7 @@ transport it writes to holds what is written until the step ends:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 
@@ -30,12 +31,19 @@ class CoalescingTransport:
     Everything but writing and closing is the wrapped transport's own.
     """
 
-    __slots__ = ("_call_soon", "_held", "_transport")
+    __slots__ = ("_call_soon", "_held", "_transport", "_write", "get_protocol", "is_closing")
+
+    #: Asked on every request: the transport's own methods, called without a frame here.
+    is_closing: Callable[[], bool]
+    get_protocol: Callable[[], asyncio.BaseProtocol]
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
+        self._write = transport.write
         self._held: list[bytes] | None = None
         self._call_soon = asyncio.get_running_loop().call_soon
+        self.is_closing = transport.is_closing
+        self.get_protocol = transport.get_protocol
 
     def write(self, data: bytes) -> None:
         """Hold `data` until the step ends (or the response completes), after earlier writes."""
@@ -52,8 +60,8 @@ class CoalescingTransport:
         held = self._held
         if held is not None:
             self._held = None
-            if not self._transport.is_closing():
-                self._transport.write(held[0] if len(held) == 1 else b"".join(held))
+            if not self.is_closing():
+                self._write(held[0] if len(held) == 1 else b"".join(held))
 
     def close(self) -> None:
         """Send what is held, then close."""
@@ -70,12 +78,6 @@ class CoalescingTransport:
         self._held = None
         self._transport.abort()
 
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def get_protocol(self) -> asyncio.BaseProtocol:
-        return self._transport.get_protocol()
-
     def get_write_buffer_size(self) -> int:
         held = self._held
         return self._transport.get_write_buffer_size() + sum(map(len, held or ()))
@@ -88,6 +90,8 @@ class CoalescingTransport:
 def with_coalesced_writes(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
     """A subclass of uvicorn's protocol `base` whose responses go out in one write each."""
 
+    response_complete = base.on_response_complete  # type: ignore[attr-defined]
+
     class CoalescingProtocol(base):  # type: ignore[valid-type, misc]
         transport: CoalescingTransport
 
@@ -97,7 +101,7 @@ def with_coalesced_writes(base: type[asyncio.Protocol]) -> type[asyncio.Protocol
         def on_response_complete(self) -> None:
             # The whole response is written: send it now, before the next request is read.
             self.transport.flush()
-            super().on_response_complete()
+            response_complete(self)
 
     CoalescingProtocol.__name__ = f"Coalescing{base.__name__}"
     return CoalescingProtocol

@@ -42,6 +42,8 @@ def with_header_timeout(base: type[asyncio.Protocol], timeout_s: float) -> type[
     headers are complete, so "headers done" is seen the same way for either parser.
     """
 
+    receive = base.data_received
+
     class HeaderTimeoutProtocol(base):  # type: ignore[valid-type, misc]
         header_timeout_s = timeout_s
         _header_timer: asyncio.TimerHandle | None = None
@@ -52,11 +54,12 @@ def with_header_timeout(base: type[asyncio.Protocol], timeout_s: float) -> type[
 
         def data_received(self, data: bytes) -> None:
             before = self.cycle
-            super().data_received(data)
+            receive(self, data)  # on every request: the base's method without super()
             if self.cycle is not before or self.transport.get_protocol() is not self:
                 # A request's headers are complete (or the connection was upgraded to a
                 # WebSocket, handed to another protocol): it is the application's now.
-                self._disarm_header_timer()
+                if self._header_timer is not None:
+                    self._disarm_header_timer()
             elif self._header_timer is None and (before is None or before.response_complete):
                 # The first bytes of the next request on a kept-alive connection.
                 self._arm_header_timer()
