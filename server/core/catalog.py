@@ -43,15 +43,10 @@ class Tool:
             for arg, spec in (self.input_schema.get("properties") or {}).items()
             if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str)
         }
-
-    @property
-    def task_support(self) -> str:
-        """Whether this tool runs as a task: `forbidden` (default), `optional` or `required`.
-
-        Declared as `execution={"taskSupport": ...}` when registering, and shown as such in
-        `tools/list`.
-        """
-        return (self.extra.get("execution") or {}).get("taskSupport", "forbidden")
+        #: Whether this tool runs as a task: `forbidden` (default), `optional` or
+        #: `required`, declared as `execution={"taskSupport": ...}` when registering and
+        #: shown as such in `tools/list`. Read on every call, so read from `extra` once.
+        self.task_support: str = (self.extra.get("execution") or {}).get("taskSupport", "forbidden")
 
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why `arguments` do not fit the input schema (empty when they do)."""

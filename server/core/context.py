@@ -119,12 +119,14 @@ class MrtrChannel:
         for are not sealed, so a client cannot inflate the state. A retry with no state to
         say what was asked keeps at most `UNASKED_CARRY_LIMIT` such answers.
         """
-        unused = {k: v for k, v in self.responses.items() if k not in self.used}
-        if asked is not None:
-            unused = {k: v for k, v in unused.items() if k in asked}
-        elif len(unused) > UNASKED_CARRY_LIMIT:
+        used = self.used
+        unused: dict[str, Any] = {}
+        for key, answer in self.responses.items():
+            if key not in used and (asked is None or key in asked):
+                unused[key] = answer
+        if asked is None and len(unused) > UNASKED_CARRY_LIMIT:
             unused = {}
-        return {**self.carried, **unused, **self.used}
+        return {**self.carried, **unused, **used}
 
     async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
         answers: dict[str, Any] = {}
@@ -143,7 +145,10 @@ class MrtrChannel:
                 self.used[key] = raw
         if missing:
             capabilities = self.client_capabilities
-            lacking = {r.capability for r in missing.values() if r.capability not in capabilities}
+            lacking: set[str] = set()
+            for request in missing.values():
+                if request.capability not in capabilities:
+                    lacking.add(request.capability)
             if lacking:
                 raise missing_capability(lacking)
             raise InputRequired(missing)

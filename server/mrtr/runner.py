@@ -102,10 +102,11 @@ class MrtrAttempt:
             result = await invocation.handler(ctx)
         except InputRequired as asked:
             self.metrics.count(self.metrics.asked_questions)
-            out: dict[str, Any] = {
-                "resultType": "input_required",
-                "inputRequests": {k: r.to_wire() for k, r in asked.requests.items()},
-            }
+            requests = asked.requests
+            wire: dict[str, Any] = {}
+            for key, request in requests.items():
+                wire[key] = request.to_wire()
+            out: dict[str, Any] = {"resultType": "input_required", "inputRequests": wire}
             # The seed's first round carries no state when there is nothing to carry.
             carry = channel.to_carry(was_asked)
             if carry or ctx.state:
@@ -114,7 +115,7 @@ class MrtrAttempt:
                     rounds + 1,
                     carry,
                     ctx.state,
-                    asked=asked.requests,
+                    asked=requests,
                 )
             return out
         except Offload:

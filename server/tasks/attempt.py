@@ -28,6 +28,9 @@ from server.tasks.wire import (
 )
 from server.tasks.worker import TaskWorker
 
+#: The `taskSupport` values of a tool that may run as a task.
+TASK_CAPABLE = frozenset({"optional", "required"})
+
 
 class TaskAttempt:
     """Runs tool calls through `inner`, turning those that call `become_task` into tasks."""
@@ -59,10 +62,10 @@ class TaskAttempt:
         the inner attempt's awaitable as it is, without a coroutine of this layer around it.
         """
         tool = invocation.tool
-        if tool is None:
-            return self.inner(call, invocation)
+        if tool is None or tool.task_support not in TASK_CAPABLE:
+            return self.inner(call, invocation)  # a sync-only tool ignores a task hint
         support = tool.task_support
-        wire = self._creation_wire(call, support)
+        wire = self._creation_wire(call)
         if wire is None:
             if support == "required":
                 raise missing_tasks_capability()
@@ -94,9 +97,8 @@ class TaskAttempt:
             return {"resultType": "task", "task": wire_task(record, SEED)}
         return {"resultType": "task", **wire_task(record, EXTENSION)}
 
-    def _creation_wire(self, call: Call, support: str) -> str | None:
-        if support not in ("optional", "required"):
-            return None  # a sync-only tool ignores a task hint
+    def _creation_wire(self, call: Call) -> str | None:
+        """How the client asked for a task, if it did: the extension, or the seed's hint."""
         wire = wire_of(call.client_capabilities)
         if wire == EXTENSION:
             return EXTENSION  # the server decides; no hint needed

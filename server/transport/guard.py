@@ -26,7 +26,7 @@ from starlette.types import Scope
 
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import RpcError
-from server.transport.auth import Authenticator, AuthError
+from server.transport.auth import ANONYMOUS, Authenticator, AuthError
 from server.transport.streamable import (
     RepeatedHeader,
     error_response,
@@ -94,8 +94,10 @@ class Guard:
         if self.loopback_only and not is_local_host(headers):
             raise Refused(_refusal(403, "Forbidden host"))
         authorization = headers.get("authorization")
-        if not authorization and self.require_auth:
-            raise Refused(_unauthorized("Unauthorized: a bearer token is required", None))
+        if not authorization:
+            if self.require_auth:
+                raise Refused(_unauthorized("Unauthorized: a bearer token is required", None))
+            return ANONYMOUS
         try:
             return self.authenticator.principal(authorization)
         except AuthError as exc:

@@ -10,7 +10,7 @@ What the headers must say is `server.protocol.headers`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Coroutine, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -73,7 +73,10 @@ def request_headers(scope: Scope) -> dict[str, str]:
     """
     raw = scope["headers"]
     common = _COMMON_NAMES.get
-    headers = {common(k) or k.decode("latin-1"): v.decode("latin-1") for k, v in raw}
+    # A loop, not a comprehension: one function object fewer per request.
+    headers: dict[str, str] = {}
+    for key, value in raw:
+        headers[common(key) or key.decode("latin-1")] = value.decode("latin-1")
     if len(headers) != len(raw):
         seen: set[str] = set()
         for key, _ in raw:
@@ -179,9 +182,12 @@ class JsonMessageResponse(Response):
             (b"content-type", b"application/json"),
         ]
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Its two ASGI messages, sent directly: it has no background task to run after."""
-        await self.write(send)
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Coroutine[Any, Any, None]:
+        """Its two ASGI messages, sent directly: it has no background task to run after.
+
+        Not a coroutine itself: it hands back `write`'s, one coroutine fewer per answer.
+        """
+        return self.write(send)
 
     async def write(self, send: Send) -> None:
         """Send the head and the body on an ASGI `send`."""
