@@ -1,4 +1,4 @@
-"""Server configuration: one dataclass, documented defaults, read from the CLI and environment.
+"""Server configuration: one dataclass whose fields carry their help, defaults and flags.
 
 Every replica of a cluster must share `state_keys` (so any replica opens any other's
 requestState) and `jwt_secret` (so any replica authenticates any client's token).
@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from server.flags import setting
 
 # A well-known development key and secret. They make a laptop demo work out of the box and
 # are announced with a warning: anyone can forge state or tokens with them.
@@ -80,117 +82,219 @@ def _jwt_secret_from_environment() -> str:
 class ServerConfig:
     """How one replica of the lab's MCP server behaves.
 
-    Defaults suit a laptop demo; the load test sets replica ids, keys and tool versions.
+    Defaults suit a laptop demo; the load test sets replica ids, keys and tool versions. Each
+    setting is stated once, here: `python -m server` makes its flags from these fields.
     """
 
-    #: Name of this replica, shown in /healthz, metrics and the `crunch` tool's trail.
-    replica_id: str = "replica-1"
-    #: Version of the demo tools: 1 asks `google_login` in `link_accounts`, 2 asks
-    #: `microsoft_login` instead (the seed's rolling-upgrade example).
-    tool_version: int = 1
-    #: Also serve the tools, prompts and resources the official conformance suite expects.
-    conformance: bool = False
-    #: AES-256-GCM keys for requestState; the first seals, all open (key rotation).
-    state_keys: tuple[StateKey, ...] = field(default_factory=_keys_from_environment)
-    #: HS256 secret for bearer tokens; `sub` is the principal.
-    jwt_secret: str = field(default_factory=_jwt_secret_from_environment)
-    #: How long a sealed requestState stays valid (the spec asks for a short expiry).
-    state_ttl_s: float = 600.0
-    #: Largest request body accepted; larger bodies get HTTP 413.
-    max_body_bytes: int = 1024 * 1024
-    #: Largest requestState accepted on a retry (a sealed token, base64 text).
-    max_request_state_bytes: int = 64 * 1024
-    #: Most input rounds one logical request may take before the server gives up.
-    max_rounds: int = 16
-    #: In-flight requests above which a checkpointing tool offloads its progress (MRTR
-    #: load shedding). 0 disables shedding by load.
-    shed_in_flight_threshold: int = 0
-    #: Offload `crunch` every N units regardless of load (a knob for tests and demos); 0 = off.
-    shed_every_units: int = 0
-    #: Where tasks (persistent tools) live: `memory` (this replica only; with several
-    #: replicas behind a balancer, most task requests then find nothing) or a Redis URL such
-    #: as `redis://127.0.0.1:6379/0`, shared by every replica.
-    task_store: str = "memory"
-    #: Bound on every call to the task store, so an outage is a JSON-RPC error, not a hang.
-    task_store_timeout_s: float = 1.0
-    #: Serve a Redis task store that could lose acknowledged tasks (no append-only file, or
-    #: an eviction policy). By default the replica refuses to start on one.
-    task_store_volatile: bool = False
-    #: How long a task is kept when the client names no `ttl`: one hour.
-    task_default_ttl_ms: int = 3_600_000
-    #: The longest `ttl` a client may ask for: one day.
-    task_max_ttl_ms: int = 86_400_000
-    #: How often a client should poll `tasks/get` (the task's `pollInterval`).
-    task_poll_interval_ms: int = 250
-    #: How often expired tasks are swept from the in-process store (Redis expires its own).
-    task_sweep_interval_s: float = 5.0
-    #: How long the seed's `tasks/result` waits on a working task before answering "still
-    #: working" (the v1 method blocks; this bounds it).
-    task_result_wait_s: float = 30.0
-    #: How long a replica's claim on a running task holds without renewal (renewed every
-    #: third of it); when it lapses (the replica died), the next replica to read the task
-    #: runs it again from its last checkpoint.
-    task_lease_s: float = 10.0
-    #: Most tasks one `tasks/list` page holds; `nextCursor` leads to the rest.
-    task_list_page_size: int = 50
-    #: Cache hint for list results (tools/list, prompts/list, ...), milliseconds.
-    list_ttl_ms: int = 60_000
-    #: Bound to loopback: Host must name this machine (DNS rebinding), and pages on this
-    #: machine may call (their Origin is allowed). Set from the bind address.
-    loopback_only: bool = True
-    #: Origins (`scheme://host[:port]`) of pages allowed to call, besides this machine's on a
-    #: loopback bind. Any other Origin is refused, and `Origin: null` always is.
-    allowed_origins: tuple[str, ...] = ()
-    #: Refuse callers without a bearer token (HTTP 401) instead of serving them anonymously.
-    require_auth: bool = False
-    #: Accept bearer tokens without an `exp` claim (by default a token must expire).
-    jwt_allow_no_exp: bool = False
-    #: Serve with the public development key or secret on a non-loopback bind (by default the
-    #: server refuses to start: anyone could forge state and tokens with them).
-    allow_development_keys: bool = False
-    #: Where legacy (2025-11-25) sessions and pending answers live: `memory` (this process
-    #: only, so answers must reach the replica holding the stream: a sticky load balancer) or
-    #: a Redis URL such as `redis://127.0.0.1:6379/0` (shared by every replica).
-    legacy_store: str = "memory"
-    #: How long a legacy call held on its SSE stream waits for each answer before it ends with
-    #: an error. An assumption: five minutes for a person to fill in a form.
-    legacy_answer_timeout_s: float = 300.0
-    #: Interval between SSE keep-alive comments on a held stream; well under the 60 s idle
-    #: timeout of common load balancers (AWS ALB default).
-    legacy_keepalive_interval_s: float = 15.0
-    #: How long an idle legacy session lives; each request renews it.
-    legacy_session_ttl_s: float = 3600.0
-    #: Bound on every call to the shared store, so a Redis outage is an error, never a hang.
-    legacy_store_timeout_s: float = 2.0
-    #: After SIGTERM, how long requests still running may take before they are cut off
-    #: (held legacy calls end at once with an error; this bounds the rest).
-    shutdown_timeout_s: float = 10.0
-    #: Connections (and requests) served at once; beyond it a request gets HTTP 503 at once,
-    #: so idle sockets cannot starve everyone else. Held legacy streams count too.
-    max_connections: int = 2048
-    #: How long an idle keep-alive connection stays open between requests.
-    idle_timeout_s: float = 5.0
-    #: How long a connection may take to send a request's headers (from the moment it
-    #: opens, or from the first byte of a later request on it) before it is closed; the
-    #: default matches the load test's HAProxy `timeout http-request`.
-    header_timeout_s: float = 10.0
-    #: Legacy calls one principal may hold open on this replica at once (each holds tens
-    #: of kilobytes and a connection while nobody answers); more get HTTP 429. 0 turns the
-    #: limit off, the default: every anonymous caller is one principal, and the load test's
-    #: swarm is anonymous.
-    max_held_calls_per_principal: int = 0
-    #: Legacy sessions one principal may have open at once (each keeps its client's
-    #: capabilities for up to `legacy_session_ttl_s`); `initialize` beyond it gets HTTP
-    #: 429. Counted in the legacy store, so with Redis the cap holds across replicas. 0
-    #: turns it off, the default, for the same reason as the held-call limit.
-    max_sessions_per_principal: int = 0
-    #: Tasks one principal may keep in the task store at once (each, with its arguments
-    #: and answers, stays until its ttl expires); a task call beyond it gets HTTP 429.
-    #: Counted in the store, across replicas. 0 turns it off, the default.
-    max_tasks_per_principal: int = 0
-    #: Requests per second one principal may send to this replica (a token bucket with a
-    #: burst of twice that); more get HTTP 429 with Retry-After. 0 turns the limit off.
-    requests_per_s_per_principal: float = 0.0
+    replica_id: str = setting(
+        "replica-1",
+        help="name of this replica, shown in /healthz, metrics and the crunch tool's trail "
+        "(python -m server's default: replica-PORT)",
+    )
+    tool_version: int = setting(
+        1,
+        help="version of the demo tools: 1 asks google_login in link_accounts, 2 asks "
+        "microsoft_login instead (the rolling-upgrade example)",
+        choices=(1, 2),
+    )
+    conformance: bool = setting(
+        False,
+        help="add the suite's fixtures: also serve the tools, prompts and resources the "
+        "official conformance suite expects",
+    )
+    # Keys and secret come from the environment, never from flags: a command line is
+    # visible to every user of the machine (ps).
+    state_keys: tuple[StateKey, ...] = setting(
+        default_factory=_keys_from_environment,
+        help="AES-256-GCM keys for requestState; the first seals, all open (key rotation). "
+        "Read from MRTR_STATE_KEYS (kid:base64key,...), not a flag: it is a secret",
+        cli=False,
+    )
+    jwt_secret: str = setting(
+        default_factory=_jwt_secret_from_environment,
+        help="HS256 secret for bearer tokens (sub is the principal). Read from "
+        "MRTR_JWT_SECRET, not a flag: it is a secret",
+        cli=False,
+    )
+    state_ttl_s: float = setting(
+        600.0,
+        help="how long a sealed requestState stays valid; a later retry is asked again",
+        metavar="S",
+    )
+    max_body_bytes: int = setting(
+        1024 * 1024, help="largest request body accepted; larger bodies get HTTP 413", metavar="N"
+    )
+    max_request_state_bytes: int = setting(
+        64 * 1024,
+        help="largest requestState accepted on a retry (a sealed token, base64 text)",
+        metavar="N",
+    )
+    max_rounds: int = setting(
+        16, help="most input rounds one logical request may take", metavar="N"
+    )
+    shed_in_flight_threshold: int = setting(
+        0,
+        help="in-flight requests above which a checkpointing tool offloads its progress "
+        "(MRTR load shedding); 0 disables shedding by load",
+        flag="--shed-in-flight",
+        metavar="N",
+    )
+    shed_every_units: int = setting(
+        0,
+        help="offload crunch every N units regardless of load (for tests and demos); 0: off",
+        metavar="N",
+    )
+    task_store: str = setting(
+        "memory",
+        help="where tasks (persistent tools) live; share one Redis between replicas (with "
+        "memory and several replicas behind a balancer, most task requests find nothing)",
+        metavar="memory|redis://HOST:PORT/DB",
+    )
+    task_store_timeout_s: float = setting(
+        1.0,
+        help="bound on every call to the task store, so an outage is a JSON-RPC error, not a hang",
+        metavar="S",
+    )
+    task_store_volatile: bool = setting(
+        False,
+        help="accept a Redis task store without appendonly or with eviction (loses tasks); "
+        "by default the replica refuses to start on one",
+    )
+    task_default_ttl_ms: int = setting(
+        3_600_000, help="how long a task is kept when the client names no ttl", metavar="MS"
+    )
+    task_max_ttl_ms: int = setting(
+        86_400_000, help="the longest ttl a client may ask for", metavar="MS"
+    )
+    task_poll_interval_ms: int = setting(
+        250, help="how often clients should poll tasks/get (the task's pollInterval)", metavar="MS"
+    )
+    task_sweep_interval_s: float = setting(
+        5.0,
+        help="how often expired tasks are swept from the in-process store (Redis expires its own)",
+        metavar="S",
+    )
+    task_result_wait_s: float = setting(
+        30.0,
+        help="how long the seed's tasks/result waits on a working task before answering "
+        '"still working" (the v1 method blocks; this bounds it)',
+        metavar="S",
+    )
+    task_lease_s: float = setting(
+        10.0,
+        help="how long a running task's claim lasts without renewal (renewed every third of "
+        "it); after it another replica takes over from the last checkpoint",
+        metavar="S",
+    )
+    task_list_page_size: int = setting(
+        50, help="most tasks in one tasks/list page; nextCursor leads to the rest", metavar="N"
+    )
+    list_ttl_ms: int = setting(
+        60_000, help="cache hint for list results (tools/list, prompts/list, ...)", metavar="MS"
+    )
+    loopback_only: bool = setting(
+        True,
+        help="bound to loopback: Host must name this machine (DNS rebinding), and pages on "
+        "this machine may call. Set from the bind address (--host), so it has no flag",
+        cli=False,
+    )
+    allowed_origins: tuple[str, ...] = setting(
+        (),
+        help="a page origin (scheme://host[:port]) allowed to call, besides this machine's on "
+        "a loopback bind; repeatable. Any other Origin is refused, and Origin: null always is",
+        flag="--allow-origin",
+        metavar="ORIGIN",
+    )
+    require_auth: bool = setting(
+        False,
+        help="refuse callers without a bearer token (HTTP 401) instead of serving them anonymously",
+    )
+    jwt_allow_no_exp: bool = setting(
+        False, help="accept tokens that never expire (by default a token must have exp)"
+    )
+    allow_development_keys: bool = setting(
+        False,
+        help="serve beyond loopback with the public development key and secret (by default "
+        "the server refuses: anyone could forge state and tokens with them)",
+    )
+    legacy_store: str = setting(
+        "memory",
+        help="where 2025-11-25 sessions and pending answers live: memory (this process only, "
+        "so answers must reach the replica holding the stream: a sticky load balancer) or a "
+        "Redis shared by every replica",
+        metavar="memory|redis://HOST:PORT/DB",
+    )
+    # Five minutes is an assumption: about as long as a person takes to fill in a form.
+    legacy_answer_timeout_s: float = setting(
+        300.0,
+        help="how long a held legacy call waits for each answer before it ends with an error",
+        metavar="S",
+    )
+    # Well under the 60 s idle timeout of common load balancers (AWS ALB default).
+    legacy_keepalive_interval_s: float = setting(
+        15.0,
+        help="interval between SSE keep-alive comments on a held stream",
+        flag="--legacy-keepalive-s",
+        metavar="S",
+    )
+    legacy_session_ttl_s: float = setting(
+        3600.0, help="how long an idle legacy session lives; each request renews it", metavar="S"
+    )
+    legacy_store_timeout_s: float = setting(
+        2.0,
+        help="bound on every call to the shared legacy store, so a Redis outage is an error, "
+        "never a hang",
+        metavar="S",
+    )
+    shutdown_timeout_s: float = setting(
+        10.0,
+        help="after SIGTERM, how long running requests may take before they are cut off "
+        "(held legacy calls end at once with an error)",
+        metavar="S",
+    )
+    max_connections: int = setting(
+        2048,
+        help="connections (and requests) served at once; more get HTTP 503 at once, so idle "
+        "sockets cannot starve everyone else (held legacy streams count too)",
+        metavar="N",
+    )
+    idle_timeout_s: float = setting(
+        5.0, help="how long an idle keep-alive connection stays open", metavar="S"
+    )
+    # The default matches the load test's HAProxy `timeout http-request`.
+    header_timeout_s: float = setting(
+        10.0,
+        help="how long a connection may take to send its request headers (from the moment it "
+        "opens, or from the first byte of a later request on it) before it is closed",
+        metavar="S",
+    )
+    # Off by default for the held calls, sessions and tasks alike: every anonymous caller
+    # is one principal, and the load test's swarm is anonymous.
+    max_held_calls_per_principal: int = setting(
+        0,
+        help="legacy calls one principal may hold open at once (each holds tens of kilobytes "
+        "and a connection while nobody answers); more get HTTP 429; 0: no limit",
+        metavar="N",
+    )
+    max_sessions_per_principal: int = setting(
+        0,
+        help="legacy sessions one principal may have open, counted in the legacy store (so "
+        "across replicas with Redis); initialize beyond it gets HTTP 429; 0: no limit",
+        metavar="N",
+    )
+    max_tasks_per_principal: int = setting(
+        0,
+        help="unexpired tasks one principal may keep, counted in the task store across "
+        "replicas; a task call beyond it gets HTTP 429; 0: no limit",
+        metavar="N",
+    )
+    requests_per_s_per_principal: float = setting(
+        0.0,
+        help="requests per second one principal may send to this replica (a token bucket "
+        "with a burst of twice that); more get HTTP 429 with Retry-After; 0: no limit",
+        flag="--rate-per-principal",
+        metavar="PER_S",
+    )
 
     def __post_init__(self) -> None:
         if self.tool_version not in (1, 2):
