@@ -127,8 +127,10 @@ class Replica:
         self.worked_s = 0.0  # worker-seconds since the start, for an autoscaler's metric
         self.state = ReplicaState.UP
         self.version = version
-        # The call processes this replica is serving or holding; a crash cuts them all.
-        self.attached: set[Process] = set()
+        # The call processes this replica is serving or holding; a crash cuts them all, in
+        # the order they attached (a dict: a set's order follows memory addresses, and the
+        # same seed would not give the same run).
+        self.attached: dict[Process, None] = {}
         self._drained: simpy.Event | None = None
 
     def connect(self) -> None:
@@ -155,11 +157,11 @@ class Replica:
 
     def attach(self, process: Process) -> None:
         """Start serving (or holding) a call: it shares this replica's fate."""
-        self.attached.add(process)
+        self.attached[process] = None
 
     def detach(self, process: Process) -> None:
         """Stop serving a call; the last call out of a draining replica ends the drain."""
-        self.attached.discard(process)
+        self.attached.pop(process, None)
         if self._drained is not None and not self.attached:
             self._drained.succeed()
             self._drained = None

@@ -169,7 +169,9 @@ class TaskStore:
         self.params = params
         self.shared = shared
         self.tasks: list[Task] = []  # every task, for the rows
-        self.live: set[Task] = set()  # tasks whose client still follows them
+        # Tasks whose client still follows them, in the order they were opened (a dict, so
+        # that an outage wakes them in an order the seed fixes, not memory addresses).
+        self.live: dict[Task, None] = {}
         shared.listeners.append(self._store_changed)
 
     @property
@@ -181,14 +183,14 @@ class TaskStore:
         """A task for `call`, followed by its client from now on (not yet in the store)."""
         task = Task(call)
         self.tasks.append(task)
-        self.live.add(task)
+        self.live[task] = None
         return task
 
     def close(self, task: Task, outcome: str) -> None:
         """The client stops following `task`; it ended with `outcome`."""
         task.outcome = outcome
         task.end_s = self.env.now
-        self.live.discard(task)
+        self.live.pop(task, None)
 
     def create(self, task: Task, lease_s: float) -> None:
         """Store the task (acknowledged from now on), with a lease for its first run."""
