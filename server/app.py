@@ -41,7 +41,7 @@ from server.protocol.versions import SUPPORTED_VERSIONS
 from server.tasks.attempt import TaskAttempt
 from server.tasks.methods import TaskMethods
 from server.tasks.metrics import MeteredTaskStore, TaskMetrics
-from server.tasks.store import open_task_store
+from server.tasks.store_choice import open_task_store
 from server.tasks.worker import TaskWorker, sweep_periodically
 from server.tools.conformance import add_conformance_fixtures
 from server.tools.demo import demo_catalog

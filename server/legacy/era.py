@@ -19,9 +19,7 @@ The tool code is the very same as under MRTR: only the context's channel differs
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
-import secrets
 from typing import Any
 
 from starlette.requests import Request
@@ -30,25 +28,20 @@ from starlette.responses import Response
 from server.config import ServerConfig
 from server.core.call import Call, Method
 from server.core.catalog import Catalog
-from server.core.context import LOG_LEVELS, Replica
+from server.core.context import Replica
 from server.core.dispatch import Dispatcher
-from server.core.methods import SERVER_INFO, Methods
+from server.core.methods import Methods
 from server.core.metrics import ServerMetrics
 from server.core.store import StoreUnavailable
-from server.legacy.channel import HeldCall, HeldResponse, SseAttempt, SseChannel
-from server.legacy.footprint import held_bytes
+from server.legacy.channel import Asking, SseAttempt, SseChannel
+from server.legacy.held import HeldCall, HeldCalls, HeldResponse
 from server.legacy.metrics import LegacyMetrics
-from server.legacy.store import Delivery, Session, TooManySessions, open_store
-from server.legacy.wire import (
-    CATALOG_METHODS,
-    HOLDING_METHODS,
-    INSTRUCTIONS,
-    legacy_result,
-)
-from server.protocol import headers as rules
+from server.legacy.sessions import SESSION_METHODS, Sessions
+from server.legacy.store import Delivery, Session
+from server.legacy.store_choice import open_store
+from server.legacy.wire import CATALOG_METHODS, HOLDING_METHODS, legacy_result
 from server.protocol import jsonrpc
-from server.protocol.headers import SESSION_HEADER
-from server.protocol.jsonrpc import Message, RpcError, invalid_params, too_many_requests
+from server.protocol.jsonrpc import Message, RpcError, too_many_requests
 from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
 
@@ -86,14 +79,31 @@ class LegacyEra:
             list_ttl_ms=config.list_ttl_ms,
         )
         self.table = {name: self.methods.table[name] for name in CATALOG_METHODS}
-        self.held: set[HeldCall] = set()
-        self._request_ids = itertools.count(1)
-        # Request ids are unique across replicas, so answers can be routed by them.
-        self._id_prefix = secrets.token_hex(4)
+        self.held = HeldCalls()
+        self.metrics = LegacyMetrics(metrics, self.held, self.store.local_sessions)
+        self.asking = Asking(
+            self.held,
+            self.store,
+            self.metrics,
+            max_rounds=config.max_rounds,
+            answer_timeout_s=config.legacy_answer_timeout_s,
+        )
+        self.sessions = Sessions(
+            self.store,
+            self.metrics,
+            metrics,
+            self.capabilities,
+            replica_id=config.replica_id,
+            max_per_principal=config.max_sessions_per_principal,
+        )
         # What every call shares, left out of a held call's footprint: this era, what
         # serves methods, the catalog with its tools, the configuration.
-        self._shared = (
+        self.held.shared = (
             self,
+            self.held,
+            self.asking,
+            self.sessions,
+            self.metrics,
             dispatcher,
             self.methods,
             self.store,
@@ -106,7 +116,6 @@ class LegacyEra:
             replica,
             metrics,
         )
-        self.metrics = LegacyMetrics(metrics, self)
 
     def capabilities(self) -> dict[str, Any]:
         """What this server offers a 2025-11-25 client at initialize."""
@@ -118,59 +127,19 @@ class LegacyEra:
 
     # -- health ---------------------------------------------------------------------------
 
-    @property
-    def open_streams(self) -> int:
-        """SSE streams of held calls open now."""
-        return sum(1 for held in self.held if held.streaming)
-
-    def local_sessions(self) -> int:
-        return self.store.local_sessions()
-
-    def waiting_calls(self) -> int:
-        return sum(1 for held in self.held if held.waiting_for)
-
-    def waiting_memory_bytes(self) -> int:
-        return sum(held.held_bytes for held in self.held if held.waiting_for)
-
     def health(self) -> dict[str, Any]:
         """What `/healthz` reports about legacy sessions and held calls (drains wait on these)."""
         return {
             "legacy_store": self.store.kind,
-            "open_sessions": self.local_sessions(),
-            "open_streams": self.open_streams,
-            "waiting_calls": self.waiting_calls(),
-            "waiting_memory_bytes": self.waiting_memory_bytes(),
+            "open_sessions": self.store.local_sessions(),
+            "open_streams": self.held.open_streams,
+            "waiting_calls": self.held.waiting_calls(),
+            "waiting_memory_bytes": self.held.waiting_memory_bytes(),
         }
 
-    def measure(self, held: HeldCall) -> None:
-        """Estimate the bytes a waiting call keeps alive (see `server.legacy.footprint`)."""
-        if held.waiting_for:
-            roots = [r for r in (held, held.task) if r is not None]
-            held.held_bytes = held_bytes(*roots, shared=self._shared)
-
-    def new_request_id(self) -> str:
-        return f"{self._id_prefix}-{next(self._request_ids)}"
-
-    async def forget(self, session_id: str, request_id: str) -> None:
-        """Stop waiting for an answer; a store failure here is counted, not raised."""
-        try:
-            await self.store.forget(session_id, request_id)
-        except StoreUnavailable as exc:
-            self.metrics.store_errors.labels(exc.operation).inc()
-
     def end_held_calls(self, reason: str) -> int:
-        """End every held call now: a JSON-RPC error on its stream, then its task stops.
-
-        At shutdown the HTTP server waits for open responses before it stops; a held stream
-        would keep it waiting for as long as the user thinks. How many calls were ended.
-        """
-        ended = 0
-        for held in list(self.held):
-            held.end_reason = reason
-            if held.task is not None:
-                held.task.cancel()
-            ended += 1
-        return ended
+        """End every held call now (see `HeldCalls.end_all`); how many were ended."""
+        return self.held.end_all(reason)
 
     async def close(self) -> None:
         self.end_held_calls("the server is shutting down")
@@ -183,9 +152,9 @@ class LegacyEra:
         try:
             message = jsonrpc.parse_message(payload)
             if isinstance(message, Message) and message.method == "initialize":
-                return await self._initialize(message, principal)
+                return await self.sessions.initialize(message, principal)
             try:
-                session = await self._session(request, principal)
+                session = await self.sessions.of(request.headers, principal)
             except RpcError:
                 if isinstance(message, jsonrpc.Response):
                     self.metrics.answers.labels("unknown_session").inc()
@@ -213,7 +182,7 @@ class LegacyEra:
     async def delete(self, request: Request, principal: str) -> Response:
         """End a session (DELETE with its id): its held calls stop, later requests get 404."""
         try:
-            session = await self._session(request, principal)
+            session = await self.sessions.of(request.headers, principal)
             await self.store.end_session(session.session_id)
         except StoreUnavailable as exc:
             self.metrics.store_errors.labels(exc.operation).inc()
@@ -223,62 +192,8 @@ class LegacyEra:
         except RpcError as error:
             return transport.error_response(None, error)
         self.metrics.sessions.labels("deleted").inc()
-        for held in list(self.held):
-            if held.session_id == session.session_id and held.task is not None:
-                held.task.cancel()
+        self.held.cancel_session(session.session_id)
         return Response(status_code=204)
-
-    async def _initialize(self, message: Message, principal: str) -> Response:
-        params = message.params
-        capabilities = params.get("capabilities", {})
-        client_info = params.get("clientInfo", {})
-        if not isinstance(capabilities, dict) or not isinstance(client_info, dict):
-            raise invalid_params("initialize needs capabilities and clientInfo objects")
-        if message.is_notification:
-            raise RpcError(jsonrpc.INVALID_REQUEST, "initialize is a request", http_status=400)
-        session = Session(
-            session_id=secrets.token_urlsafe(24),
-            principal=principal,
-            protocol_version=LEGACY_VERSION,
-            client_capabilities=capabilities,
-            client_info=client_info,
-        )
-        limit = self.config.max_sessions_per_principal
-        try:
-            await self.store.create_session(session, max_per_principal=limit)
-        except TooManySessions as exc:
-            refusal = f"Too many sessions open for this principal (limit {limit}): end one first"
-            raise too_many_requests(refusal, limit) from exc
-        self.metrics.sessions.labels("created").inc()
-        self.server_metrics.count_request("initialize", "complete")
-        result = {
-            # The only version this era speaks; a client that wants another disconnects.
-            "protocolVersion": LEGACY_VERSION,
-            "capabilities": self.capabilities(),
-            "serverInfo": SERVER_INFO,
-            "instructions": INSTRUCTIONS,
-        }
-        response = transport.json_response(jsonrpc.result_response(message.id, result))
-        response.headers[SESSION_HEADER] = session.session_id
-        return response
-
-    async def _session(self, request: Request, principal: str) -> Session:
-        session_id = rules.header(request.headers, SESSION_HEADER)
-        if not session_id:
-            raise RpcError(
-                jsonrpc.INVALID_REQUEST,
-                "Bad Request: Mcp-Session-Id header is required (send initialize first)",
-                http_status=400,
-            )
-        session = await self.store.session(session_id)
-        # A session is its opener's: to anyone else it does not exist.
-        if session is None or session.principal != principal:
-            raise RpcError(
-                jsonrpc.INVALID_REQUEST,
-                f"Session not found on replica {self.replica_id} (legacy store: {self.store.kind})",
-                http_status=404,
-            )
-        return session
 
     async def _take_answer(
         self, session: Session, answer: jsonrpc.Response, payload: dict[str, Any]
@@ -298,17 +213,14 @@ class LegacyEra:
 
     def _notification(self, session: Session, message: Message) -> None:
         if message.method == "notifications/cancelled":
-            target = message.params.get("requestId")
-            for held in list(self.held):
-                if held.session_id == session.session_id and held.rpc_id == target and held.task:
-                    held.task.cancel()
+            self.held.cancel_request(session.session_id, message.params.get("requestId"))
 
     async def _request(self, request: Request, session: Session, message: Message) -> Response:
         rid = message.id
         if message.method == "ping":
             return transport.json_response(jsonrpc.result_response(rid, {}))
-        if message.method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe"):
-            await self._update_session(session, message)
+        if message.method in SESSION_METHODS:
+            await self.sessions.update(session, message)
             return transport.json_response(jsonrpc.result_response(rid, {}))
         method = self.table.get(message.method)
         if method is None:
@@ -329,29 +241,10 @@ class LegacyEra:
         response["result"] = legacy_result(response["result"])
         return transport.json_response(response)
 
-    async def _update_session(self, session: Session, message: Message) -> None:
-        params = message.params
-        if message.method == "logging/setLevel":
-            level = params.get("level")
-            if not isinstance(level, str) or level not in LOG_LEVELS:
-                raise invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}")
-            session.log_level = level
-        else:
-            uri = params.get("uri")
-            if not isinstance(uri, str):
-                raise invalid_params(f"{message.method} needs a uri string")
-            subscribed = set(session.subscriptions)
-            if message.method == "resources/subscribe":
-                subscribed.add(uri)
-            else:
-                subscribed.discard(uri)
-            session.subscriptions = sorted(subscribed)
-        await self.store.save_session(session)
-
     async def _hold(self, call: Call, method: Method, session: Session) -> Response:
         """Run a call that may ask for input: JSON if it never does, else an SSE stream."""
         limit = self.config.max_held_calls_per_principal
-        if limit and sum(1 for other in self.held if other.principal == call.principal) >= limit:
+        if limit and self.held.held_by(call.principal) >= limit:
             # Each held call keeps tens of kilobytes and a connection while nobody answers.
             raise too_many_requests(
                 f"Too many calls held open for this principal (limit {limit}): "
@@ -360,7 +253,7 @@ class LegacyEra:
             )
         held = HeldCall(session.session_id, call.message.id, call.principal)
         call.notify = held.emit
-        call.channel = SseChannel(self, held, session)
+        call.channel = SseChannel(self.asking, held, session)
 
         async def run() -> None:
             try:

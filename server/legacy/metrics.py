@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from prometheus_client import Counter, Gauge
 
 from server.core.metrics import ServerMetrics
-
-if TYPE_CHECKING:
-    from server.legacy.era import LegacyEra
+from server.legacy.held import HeldCalls
 
 
 class LegacyMetrics:
     """What `/metrics` shows about legacy sessions, streams and answers."""
 
-    def __init__(self, metrics: ServerMetrics, era: LegacyEra) -> None:
+    def __init__(
+        self, metrics: ServerMetrics, held: HeldCalls, local_sessions: Callable[[], int]
+    ) -> None:
         registry = metrics.registry
         self.sessions = Counter(
             "legacy_sessions",
@@ -48,12 +48,12 @@ class LegacyMetrics:
             registry=registry,
         )
         gauges = {
-            "legacy_open_sessions": ("Sessions that live only on this replica", era.local_sessions),
-            "legacy_open_streams": ("SSE streams held open now", lambda: era.open_streams),
-            "legacy_waiting_calls": ("Calls waiting for a client's answer", era.waiting_calls),
+            "legacy_open_sessions": ("Sessions that live only on this replica", local_sessions),
+            "legacy_open_streams": ("SSE streams held open now", lambda: held.open_streams),
+            "legacy_waiting_calls": ("Calls waiting for a client's answer", held.waiting_calls),
             "legacy_waiting_memory_bytes": (
                 "Estimated bytes held by calls waiting for an answer",
-                era.waiting_memory_bytes,
+                held.waiting_memory_bytes,
             ),
         }
         for name, (doc, read) in gauges.items():

@@ -226,26 +226,3 @@ class MemoryStore(LegacyStore):
         self._next_purge = now + 1.0
         for session_id in [s for s, (_, expires) in self._sessions.items() if expires <= now]:
             self._drop(session_id)
-
-
-def open_store(
-    spec: str,
-    *,
-    replica_id: str,
-    session_ttl_s: float,
-    answer_timeout_s: float,
-    timeout_s: float,
-) -> LegacyStore:
-    """The store `spec` names: `memory`, or a Redis URL."""
-    if spec == "memory":
-        return MemoryStore(session_ttl_s=session_ttl_s)
-    # Imported here: a replica with the memory store starts without loading redis-py.
-    from server.legacy.redis_store import RedisStore
-
-    return RedisStore(
-        spec,
-        replica_id=replica_id,
-        session_ttl_s=session_ttl_s,
-        answer_timeout_s=answer_timeout_s,
-        timeout_s=timeout_s,
-    )

@@ -287,13 +287,3 @@ class InProcessTaskStore(TaskStore):
 
     async def close(self) -> None:
         """Nothing to release: the tasks go with the process."""
-
-
-def open_task_store(spec: str, *, timeout_s: float) -> TaskStore:
-    """The store named by configuration: `memory`, or a `redis://` URL."""
-    if spec == "memory":
-        return InProcessTaskStore()
-    # Imported here: a replica with the in-process store starts without loading redis-py.
-    from server.tasks.redis_store import RedisTaskStore
-
-    return RedisTaskStore(spec, timeout_s=timeout_s)

@@ -13,14 +13,8 @@ import pytest
 from server.core.store import StoreUnavailable
 from server.harness.process import free_port
 from server.tasks.redis_store import RedisTaskStore
-from server.tasks.store import (
-    WORKING,
-    TaskRecord,
-    TaskStore,
-    TooManyTasks,
-    now_ms,
-    open_task_store,
-)
+from server.tasks.store import WORKING, TaskRecord, TaskStore, TooManyTasks, now_ms
+from server.tasks.store_choice import open_task_store
 from server.tasks.worker import sweep_periodically
 from tests.server.probes import metric
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, redis_url, running_replicas
