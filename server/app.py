@@ -30,8 +30,8 @@ from server.core.dispatch import Dispatcher
 from server.core.methods import Methods
 from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
 from server.core.store import StoreUnavailable
+from server.legacy.dialect import ends_legacy_session, is_legacy_request
 from server.legacy.era import LegacyEra
-from server.legacy.wire import ends_legacy_session, is_legacy_request
 from server.mrtr.runner import MrtrAttempt
 from server.mrtr.state import StateSealer
 from server.protocol import headers as rules

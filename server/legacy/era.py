@@ -34,12 +34,12 @@ from server.core.methods import Methods
 from server.core.metrics import ServerMetrics
 from server.core.store import StoreUnavailable
 from server.legacy.channel import Asking, SseAttempt, SseChannel
+from server.legacy.dialect import CATALOG_METHODS, HOLDING_METHODS, legacy_result
 from server.legacy.held import HeldCall, HeldCalls, HeldResponse
 from server.legacy.metrics import LegacyMetrics
 from server.legacy.sessions import SESSION_METHODS, Sessions
 from server.legacy.store import Delivery, Session
 from server.legacy.store_choice import open_store
-from server.legacy.wire import CATALOG_METHODS, HOLDING_METHODS, legacy_result
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import Message, RpcError, too_many_requests
 from server.protocol.versions import LEGACY_VERSION

@@ -18,8 +18,8 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from server.legacy.dialect import KEEPALIVE
 from server.legacy.footprint import held_bytes
-from server.legacy.wire import KEEPALIVE
 from server.protocol import jsonrpc
 from server.transport.streamable import send_json, sse_event, start_sse
 

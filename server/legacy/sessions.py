@@ -16,9 +16,9 @@ from starlette.responses import Response
 from server.core.context import LOG_LEVELS
 from server.core.methods import SERVER_INFO
 from server.core.metrics import ServerMetrics
+from server.legacy.dialect import INSTRUCTIONS
 from server.legacy.metrics import LegacyMetrics
 from server.legacy.store import LegacyStore, Session, TooManySessions
-from server.legacy.wire import INSTRUCTIONS
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
 from server.protocol.headers import SESSION_HEADER

@@ -16,8 +16,7 @@ from server.core.catalog import Tool
 from server.core.context import BecomeTask
 from server.core.store import StoreUnavailable
 from server.protocol.jsonrpc import too_many_requests
-from server.tasks.store import WORKING, TaskRecord, TaskStore, TooManyTasks, now_ms
-from server.tasks.wire import (
+from server.tasks.shapes import (
     EXTENSION,
     SEED,
     missing_tasks_capability,
@@ -26,6 +25,7 @@ from server.tasks.wire import (
     wire_of,
     wire_task,
 )
+from server.tasks.store import WORKING, TaskRecord, TaskStore, TooManyTasks, now_ms
 from server.tasks.worker import TaskWorker
 
 #: The `taskSupport` values of a tool that may run as a task.

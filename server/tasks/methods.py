@@ -37,16 +37,7 @@ from server.core.store import StoreUnavailable
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.inputs import answers, input_responses
 from server.protocol.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
-from server.tasks.store import (
-    CANCELLED,
-    COMPLETED,
-    FAILED,
-    INPUT_REQUIRED,
-    WORKING,
-    TaskRecord,
-    TaskStore,
-)
-from server.tasks.wire import (
+from server.tasks.shapes import (
     EXTENSION,
     SEED,
     detailed_task,
@@ -56,6 +47,15 @@ from server.tasks.wire import (
     store_unavailable,
     wire_of,
     wire_task,
+)
+from server.tasks.store import (
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    INPUT_REQUIRED,
+    WORKING,
+    TaskRecord,
+    TaskStore,
 )
 from server.tasks.worker import TaskWorker
 
