@@ -10,7 +10,7 @@ TOOLS := .tools
 CONFORMANCE_VERSION := 0.2.0-alpha.12
 NODE_VERSION := 22.23.5
 # The official TypeScript SDK v2 server and its Node adapter: a peer in `loadtest bench`
-# (keep in step with loadtest/peers/typescript.py).
+# (keep in step with loadtest/bench/peers/typescript.py).
 TS_SDK_VERSION := 2.4.0
 TS_NODE_ADAPTER_VERSION := 2.1.2
 

@@ -33,8 +33,8 @@ from loadtest.config import (
     LoadTestConfig,
     LoadTestError,
 )
-from loadtest.summary import print_table
-from loadtest.swarm_options import add_swarm_options
+from loadtest.swarm.options import add_swarm_options
+from loadtest.swarm.summary import print_table
 
 
 def _terminate_on_sigterm() -> None:
@@ -86,7 +86,7 @@ def _tool_mix(spec: str) -> dict[str, float]:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from loadtest.cluster import Cluster
+    from loadtest.harness.cluster import Cluster
 
     config = _config(args)
     try:
@@ -108,7 +108,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_scenario(args: argparse.Namespace) -> int:
-    from loadtest.scenarios import run_scenario
+    from loadtest.swarm.scenario_run import run_scenario
 
     summary = run_scenario(_config(args), html_path=_html_beside(args.json))
     _write(summary, args.json)
@@ -117,7 +117,7 @@ def cmd_scenario(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from loadtest.scenarios import run_scenario
+    from loadtest.swarm.scenario_run import run_scenario
 
     summaries = [
         run_scenario(_config(args, arch=arch), html_path=_html_beside(args.json, arch))
@@ -129,8 +129,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_swarm(args: argparse.Namespace) -> int:
-    # Imported here: loadtest.swarm loads Locust, which patches this process with gevent.
-    from loadtest.swarm import run_swarm, run_workers
+    # Imported here: loadtest.swarm.runner loads Locust, which patches this process with gevent.
+    from loadtest.swarm.runner import run_swarm, run_workers
 
     config = _config(args)
     if args.join:
@@ -156,7 +156,7 @@ def cmd_swarm(args: argparse.Namespace) -> int:
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
-    from loadtest.soak import print_soak, run_soak
+    from loadtest.swarm.soak import print_soak, run_soak
 
     report = run_soak(
         idle=args.idle,
@@ -171,26 +171,27 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from loadtest.bench import SERVERS, run_bench
-    from loadtest.bench_report import print_report
+    from loadtest.bench.report import print_report
+    from loadtest.bench.run import run_bench
+    from loadtest.bench.targets import SERVERS
 
     chosen = tuple(args.servers.split(",")) if args.servers else None
     if args.held:
-        from loadtest.held_compare import compare_held, print_held
+        from loadtest.bench.held_compare import compare_held, print_held
 
         report = compare_held(args.held)
         _write(report, args.json)
         print_held(report)
         return 0
     if args.instructions:
-        from loadtest.instructions import count_instructions, print_instructions
+        from loadtest.bench.instructions import count_instructions, print_instructions
 
         counts = count_instructions(servers=chosen or ("bare", "lab"), requests=args.instructions)
         _write(counts, args.json)
         print_instructions(counts, args.instructions)
         return 0
     if args.state:
-        from loadtest.microbench import print_state_report, seal_open_microbench
+        from loadtest.bench.microbench import print_state_report, seal_open_microbench
 
         report = seal_open_microbench()
         _write(report, args.json)
@@ -208,8 +209,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from loadtest.calibrate import run_calibration
-    from loadtest.calibration_table import print_calibration, print_stored
+    from loadtest.calibration.calibrate import run_calibration
+    from loadtest.calibration.table import print_calibration, print_stored
 
     if args.show:
         print_stored(args.show)
@@ -227,7 +228,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_measure(args: argparse.Namespace) -> int:
-    from loadtest.measure import remeasure_held, run_measure
+    from loadtest.calibration.measure import remeasure_held, run_measure
 
     if args.only == "held":
         if not args.json:

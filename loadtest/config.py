@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
 SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage", "idle-timeout")
-#: Faults a swarm injects on demand (`loadtest.lab_control`), from its web UI or on cue.
+#: Faults a swarm injects on demand (`loadtest.swarm.lab_control`), from its web UI or on cue.
 FAULTS = ("rolling-upgrade", "crash", "restart", "redis-outage")
 #: Which form of the task methods a task call speaks; `both` picks one per call.
 TASK_WIRES = ("seed", "extension", "both")
@@ -77,7 +77,7 @@ class LoadTestConfig:
     #: How long a client follows an acknowledged task before it counts the task as lost.
     task_timeout_s: float = 60.0
     #: `appendfsync` of the task store's Redis (append-only file): with `everysec` a Redis
-    #: that dies alone keeps what it acknowledged (see `loadtest.redis_server`); `always`
+    #: that dies alone keeps what it acknowledged (see `loadtest.harness.redis_server`); `always`
     #: keeps it even when the machine dies.
     #: `off` runs it without the file, to show what a volatile store loses in a restart.
     task_store_fsync: str = "everysec"

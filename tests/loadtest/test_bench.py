@@ -8,18 +8,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from loadtest.bench import (
-    SERVERS,
-    RunningTarget,
-    missing,
-    run_bench,
-    summarise,
-    target,
-)
-from loadtest.bench_report import print_report
-from loadtest.microbench import seal_open_microbench
-from loadtest.rounds import KINDS, Round, call_body
-from loadtest.wrk import WrkRunError, lua_script, parse_wrk, run_wrk
+from loadtest.bench.microbench import seal_open_microbench
+from loadtest.bench.report import print_report
+from loadtest.bench.rounds import KINDS, Round, call_body
+from loadtest.bench.run import run_bench, summarise
+from loadtest.bench.targets import SERVERS, RunningTarget, missing, target
+from loadtest.bench.wrk import WrkRunError, lua_script, parse_wrk, run_wrk
 from server.harness.process import free_port
 
 needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
@@ -164,7 +158,7 @@ def test_bench_smoke_reports_every_round_ratio_and_tail(capsys: pytest.CaptureFi
 
 
 def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() -> None:
-    from loadtest.held_compare import compare_held
+    from loadtest.bench.held_compare import compare_held
 
     report = compare_held(calls=60)  # more than the warm-up, so memory must grow
     assert report["lab"]["rss_bytes_per_call"] > 0 and report["sdk"]["rss_bytes_per_call"] > 0
@@ -173,7 +167,7 @@ def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() 
 
 
 def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None:
-    from loadtest.microbench import in_process_microbench
+    from loadtest.bench.microbench import in_process_microbench
 
     report = in_process_microbench(number=50)
     assert set(report) == set(KINDS)
@@ -184,7 +178,7 @@ def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_instructions_per_request_are_counted_live_on_each_server() -> None:
-    from loadtest.instructions import count_instructions
+    from loadtest.bench.instructions import count_instructions
 
     counts = count_instructions(kinds=("round1", "seal"), requests=5)
     assert set(counts) == {"bare", "lab"}
@@ -195,7 +189,7 @@ def test_instructions_per_request_are_counted_live_on_each_server() -> None:
 
 
 def test_instruction_counts_print_each_server_over_bare(capsys: pytest.CaptureFixture) -> None:
-    from loadtest.instructions import print_instructions
+    from loadtest.bench.instructions import print_instructions
 
     counts = {
         "bare": {"round1": 250_000.0, "seal": 260_000.0},
@@ -210,8 +204,8 @@ def test_instruction_counts_print_each_server_over_bare(capsys: pytest.CaptureFi
 
 
 def test_instructions_are_counted_on_python_servers_only() -> None:
+    from loadtest.bench.instructions import count_instructions
     from loadtest.config import LoadTestError
-    from loadtest.instructions import count_instructions
 
     with pytest.raises(LoadTestError, match="not ts-hmac"):
         count_instructions(servers=("bare", "ts-hmac"), requests=5)

@@ -15,13 +15,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from loadtest.calibrate import SPREAD_MIN_ROUNDS, restart_s, run_calibration
-from loadtest.calibration_levels import level_row
-from loadtest.calibration_model import LiveInputs, delay_outside, network_delay, predict_level
-from loadtest.calibration_table import markdown_levels, markdown_upgrades
-from loadtest.haproxy import HAProxy
-from loadtest.replica_cpu import CpuStretch, busy_per_round, fit_cpu_per_round
-from loadtest.service_spread import Stretch, sample_stretches, spread_of
+from loadtest.calibration.calibrate import SPREAD_MIN_ROUNDS, run_calibration
+from loadtest.calibration.levels import level_row
+from loadtest.calibration.model import LiveInputs, delay_outside, network_delay, predict_level
+from loadtest.calibration.table import markdown_levels, markdown_upgrades
+from loadtest.harness.haproxy import HAProxy
+from loadtest.harness.upgrade import restart_s
+from loadtest.probes.replica_cpu import CpuStretch, busy_per_round, fit_cpu_per_round
+from loadtest.probes.service_spread import Stretch, sample_stretches, spread_of
 
 INPUTS = LiveInputs(
     round_cpu_s=0.005,

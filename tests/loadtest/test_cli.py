@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from loadtest.haproxy import HAProxy
+from loadtest.harness.haproxy import HAProxy
 from server.harness.process import free_port
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from loadtest import compiled_lab
-from loadtest.bench import OPTIONAL_SERVERS, SERVERS, target
+from loadtest.bench import compiled_lab
+from loadtest.bench.targets import OPTIONAL_SERVERS, SERVERS, target
 
 ROOT = Path(__file__).resolve().parents[2]
 

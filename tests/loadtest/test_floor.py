@@ -8,14 +8,14 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.types import ASGIApp
 
-from loadtest.rounds import rounds_for
+from loadtest.bench.rounds import rounds_for
 from server.app import create_app
 from server.config import ServerConfig
 from server.mrtr.state import StateError
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # the development key, as the bench runs it
-    from loadtest.peers.floor import app as floor_app
+    from loadtest.bench.peers.floor import app as floor_app
 
 
 def _answers(app: ASGIApp) -> dict[str, dict]:

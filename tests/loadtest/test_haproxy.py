@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from loadtest.haproxy import Backend, HAProxy, RuntimeApi, render_config
+from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
 from server.harness.process import free_port
 
 #: How long the fake replica takes to answer /healthz: longer than the check interval

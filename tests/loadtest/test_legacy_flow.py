@@ -6,10 +6,10 @@ import random
 
 import httpx
 
-from loadtest.flows import CallRecord
-from loadtest.http_interface import HttpxLegacy
-from loadtest.legacy_flow import SessionHolder, run_legacy_flow
-from loadtest.simulated_user import ThinkTime
+from loadtest.users.flows import CallRecord
+from loadtest.users.http_interface import HttpxLegacy
+from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
+from loadtest.users.simulated_user import ThinkTime
 from server.harness.process import ServerProcess
 
 

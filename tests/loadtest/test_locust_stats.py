@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from loadtest.config import LoadTestConfig
-from loadtest.haproxy import HAProxy
-from loadtest.locust_stats import (
+from loadtest.harness.haproxy import HAProxy
+from loadtest.swarm.locust_stats import (
     ANSWER_POST,
     ANSWER_RETRY,
     CALL,
@@ -33,7 +33,7 @@ from loadtest.locust_stats import (
     per_replica,
     round_kind,
 )
-from loadtest.scenarios import run_scenario
+from loadtest.swarm.scenario_run import run_scenario
 from server.harness.process import free_port
 
 needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
@@ -80,7 +80,7 @@ from pathlib import Path
 import locust
 from locust.env import Environment
 
-from loadtest.locust_stats import install, write_html_report
+from loadtest.swarm.locust_stats import install, write_html_report
 
 install(locust.events)
 env = Environment(user_classes=[], events=locust.events)

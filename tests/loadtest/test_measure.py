@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from labsim.measured import MEASURED_FIELDS
-from loadtest.haproxy import HAProxy
-from loadtest.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
+from loadtest.harness.haproxy import HAProxy
+from loadtest.probes.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 
 MEASURED = Path(__file__).parents[2] / "labsim" / "measured.json"
 
@@ -92,7 +92,7 @@ def test_a_short_live_measurement_writes_the_parameter_file(tmp_path: Path) -> N
 
 
 def test_remeasuring_held_calls_keeps_every_other_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    from loadtest import measure
+    from loadtest.calibration import measure
 
     def held(arch: str, calls: int, progress: object) -> dict[str, float]:
         per_call = {"sticky": 12_345.4, "sse-store": 13_000.0}[arch]

@@ -8,14 +8,14 @@ import pytest
 
 import labsim
 from loadtest.config import LoadTestConfig
-from loadtest.scenario_twin import (
+from loadtest.swarm.scenario_twin import (
     UNMEASURED_ROUND_S,
     simulated_tool_mix,
     think_stops_per_call,
     twin_inputs,
     twin_params,
 )
-from loadtest.simulated_user import DUPLICATE_SHARE
+from loadtest.users.simulated_user import DUPLICATE_SHARE
 
 
 def test_update_work_item_splits_into_its_two_paths() -> None:

@@ -14,13 +14,13 @@ import httpx
 import pandas as pd
 import pytest
 
-from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig
-from loadtest.flows import run_mrtr_flow
-from loadtest.haproxy import HAProxy
-from loadtest.http_interface import httpx_post
-from loadtest.scenarios import crash_victim, run_scenario
-from loadtest.simulated_user import ThinkTime
+from loadtest.harness.cluster import Cluster
+from loadtest.harness.haproxy import HAProxy
+from loadtest.swarm.scenario_run import crash_victim, run_scenario
+from loadtest.users.flows import run_mrtr_flow
+from loadtest.users.http_interface import httpx_post
+from loadtest.users.simulated_user import ThinkTime
 
 pytestmark = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
 

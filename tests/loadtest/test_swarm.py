@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from loadtest.haproxy import HAProxy
-from loadtest.lab_control import requests_served
+from loadtest.harness.haproxy import HAProxy
+from loadtest.swarm.lab_control import requests_served
 from server.harness.process import ServerProcess, free_port
 
 needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
@@ -145,8 +145,8 @@ def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str)
 def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
     from flask import Flask
 
-    from loadtest import lab_tab
-    from loadtest.lab_control import TargetControl
+    from loadtest.swarm import lab_tab
+    from loadtest.swarm.lab_control import TargetControl
 
     web_ui = SimpleNamespace(app=Flask("lab"), template_args={})
     lab_tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"))

@@ -14,15 +14,15 @@ import httpx
 import pytest
 import redis
 
-from loadtest.cluster import Cluster
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.haproxy import HAProxy
-from loadtest.http_interface import HttpReply, httpx_post
-from loadtest.redis_server import RedisServer
-from loadtest.scenarios import run_scenario
-from loadtest.simulated_user import ThinkTime
-from loadtest.summary import task_totals
-from loadtest.task_flow import WIRES, run_task_flow, task_tools
+from loadtest.harness.cluster import Cluster, task_tools
+from loadtest.harness.haproxy import HAProxy
+from loadtest.harness.redis_server import RedisServer
+from loadtest.swarm.scenario_run import run_scenario
+from loadtest.swarm.summary import task_totals
+from loadtest.users.http_interface import HttpReply, httpx_post
+from loadtest.users.simulated_user import ThinkTime
+from loadtest.users.task_flow import WIRES, run_task_flow
 
 needs_redis = pytest.mark.skipif(not RedisServer.available(), reason="redis is not installed")
 needs_cluster = pytest.mark.skipif(

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from jupytext.compare import compare_notebooks
 
-from loadtest.haproxy import HAProxy
+from loadtest.harness.haproxy import HAProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "notebooks"))

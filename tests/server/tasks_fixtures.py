@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from loadtest.redis_server import RedisServer
+from loadtest.harness.redis_server import RedisServer
 from server.client import Exchange, parse_body, task_capabilities
 from server.harness.process import ServerProcess
 from server.transport.auth import mint_token

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loadtest.haproxy import Backend, HAProxy, render_config
-from loadtest.redis_server import RedisServer
+from loadtest.harness.haproxy import Backend, HAProxy, render_config
+from loadtest.harness.redis_server import RedisServer
 from server.client import LegacyClient, McpError
 from server.harness.process import ServerProcess, free_port, wait_until_healthy
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env, user_answers

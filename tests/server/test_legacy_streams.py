@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 from mcp import Client, types
 
-from loadtest.held_memory import measure_held_calls
+from loadtest.probes.held_memory import measure_held_calls
 from server.app import create_app
 from server.client import (
     AsyncLegacyClient,

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loadtest.redis_server import RedisServer
+from loadtest.harness.redis_server import RedisServer
 from server.client import SEED, Exchange, MrtrClient, task_capabilities
 from server.harness.process import ServerProcess, free_port
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env

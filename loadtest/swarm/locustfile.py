@@ -1,0 +1,244 @@
+"""Locust users for the three architectures, each running whole tool calls back to back.
+
+    locust -f loadtest/swarm/locustfile.py --host http://127.0.0.1:PORT MrtrUser
+
+Every call fires a `CALL` event named for its tool (its end-to-end latency without think
+time, size 0, an exception unless it completed) and sends its record to the master
+(`loadtest.swarm.call_relay`), which appends it to the file named by `LOADTEST_CALLS_FILE`
+when set (what `python -m loadtest scenario` summarises). Its HTTP requests are `POST`
+rows named for their round kind, counted per replica as well (`loadtest.swarm.locust_stats`).
+Settings come from `LOADTEST_CONFIG` (JSON of `LoadTestConfig` fields). The same file runs
+in Locust's distributed mode (`--master` / `--worker`): records reach the master however
+many workers and machines run the users.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import gevent
+from locust import FastHttpUser, events, task
+
+from loadtest.config import LoadTestConfig
+from loadtest.harness.cluster import task_tools
+from loadtest.swarm import call_relay
+from loadtest.swarm.locust_stats import CALL, REPLICA_COUNTS, install, round_kind
+from loadtest.users.flows import CallRecord, run_mrtr_flow
+from loadtest.users.http_interface import HttpReply, StreamCut, StreamReply
+from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
+from loadtest.users.simulated_user import ThinkTime, tool_arguments
+from loadtest.users.task_flow import WIRES, run_task_flow
+from server.protocol.jsonrpc import json_object
+
+CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
+CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
+STARTED_FILE = os.environ.get("LOADTEST_STARTED_FILE")
+TASK_TOOLS = set(task_tools(CONFIG.tool_mix))
+install(events)
+
+
+@events.init.add_listener
+def collect_calls(environment: Any, **kwargs: Any) -> None:
+    """The master (or a lone process) collects every call record of the run."""
+    call_relay.listen(environment, CALLS_FILE)
+
+
+@events.test_start.add_listener
+def announce_start(**kwargs: Any) -> None:
+    """Tell the scenario runner when users start, so faults are timed from the real start."""
+    if STARTED_FILE:
+        with open(STARTED_FILE, "w") as marker:
+            marker.write(repr(time.time()))
+
+
+class FlowUser(FastHttpUser):
+    """A user who calls demo tools one after another and answers every question."""
+
+    abstract = True
+    last_call_s = 0.0
+
+    def wait_time(self) -> float:
+        """Closed loop, or the rest of an exponential gap since this user's last call began.
+
+        Constant pacing would keep every user's phase, and users spawned together would
+        then call together each period: bursts, not the Poisson arrivals labsim models.
+        """
+        if not CONFIG.pacing_s:
+            return 0.0
+        return max(0.0, self.rng.expovariate(1 / CONFIG.pacing_s) - self.last_call_s)
+
+    arch = "mrtr"
+
+    def on_start(self) -> None:
+        self.rng = random.Random()
+        self.think = ThinkTime(CONFIG.think_time_median_s, CONFIG.think_time_sigma, self.rng)
+        self.path = "/mcp"
+        if CONFIG.pacing_s:
+            # The first call waits an exponential gap as every later one does: users spawned
+            # together (Locust starts a second's worth at once) then offer a Poisson stream
+            # from the start, not a burst of first calls. Waited as Locust waits between
+            # tasks, so the end of the run stops a user still waiting at once; a plain sleep
+            # here held the run open for its whole stop timeout.
+            self.wait()
+
+    def pick_tool(self) -> str:
+        if CONFIG.scenario == "overload":
+            return "crunch"
+        tools, weights = zip(*CONFIG.tool_mix.items(), strict=True)
+        return self.rng.choices(tools, weights)[0]
+
+    def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
+        """One POST on Locust's fast client; JSON-RPC errors count as Locust failures."""
+        kind = round_kind(body)
+        with self.client.post(
+            self.path,
+            data=json.dumps(body),
+            headers=headers,
+            name=kind,
+            catch_response=True,
+        ) as response:
+            REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
+            parsed = json_object(response.text)
+            judge(response, parsed)
+            return HttpReply(
+                response.status_code or 0,
+                header(response, "x-served-by"),
+                parsed,
+                {k.lower(): v for k, v in (response.headers or {}).items()},
+            )
+
+    @contextlib.contextmanager
+    def stream(self, headers: dict[str, str], body: dict[str, Any]) -> Iterator[StreamReply]:
+        """A POST whose answer may be an SSE stream, read line by line as it arrives."""
+        kind = round_kind(body, streamed=True)
+        with self.client.post(
+            self.path,
+            data=json.dumps(body),
+            headers=headers,
+            name=kind,
+            stream=True,
+            catch_response=True,
+        ) as response:
+            REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
+            is_stream = (header(response, "content-type") or "").startswith("text/event-stream")
+            parsed = None if is_stream else json_object(response.text)
+            judge(response, parsed)
+
+            def lines() -> Iterator[str]:
+                raw = getattr(response, "_response", None)
+                if raw is None:
+                    raise StreamCut("no stream to read")
+                try:
+                    while line := raw.readline(b"\n"):
+                        yield line.decode().rstrip("\n")
+                except Exception as exc:  # the socket closed under us: a cut stream
+                    raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
+
+            yield StreamReply(
+                response.status_code or 0,
+                header(response, "x-served-by"),
+                is_stream,
+                parsed,
+                lines,
+            )
+
+    @task
+    def call_a_tool(self) -> None:
+        """One whole tool call of the mix, all rounds, then its report.
+
+        A task tool runs as a task under every architecture: the 2026-07-28 task methods,
+        in the configured wire form, against the shared task store.
+        """
+        tool = self.pick_tool()
+        arguments = tool_arguments(
+            tool, self.rng, CONFIG.crunch_units, CONFIG.provision_s, CONFIG.quote_cpu_ms
+        )
+        options = {
+            "think": self.think,
+            "rng": self.rng,
+            "max_retries": CONFIG.max_retries,
+            "sleep": gevent.sleep,
+        }
+        if tool in TASK_TOOLS:
+            wire = self.rng.choice(WIRES) if CONFIG.task_wire == "both" else CONFIG.task_wire
+            record = run_task_flow(
+                self.post,
+                tool,
+                arguments,
+                arch=self.arch,
+                wire=wire,
+                timeout_s=CONFIG.task_timeout_s,
+                **options,
+            )
+        else:
+            record = self.flow(tool, arguments, **options)
+        self.report(record)
+
+    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+        """Run one call the way this architecture's client does."""
+        raise NotImplementedError
+
+    def report(self, record: CallRecord) -> None:
+        self.last_call_s = record.ended - record.started
+        events.request.fire(
+            request_type=CALL,
+            name=record.tool,
+            response_time=record.latency_ms,
+            response_length=0,  # a call has no one body; its rounds are the POST rows
+            exception=None if record.outcome == "completed" else RuntimeError(record.outcome),
+            context={"arch": record.arch},
+        )
+        call_relay.deliver(self.environment, record)
+
+
+def header(response: Any, name: str) -> str | None:
+    return response.headers.get(name) if response.headers else None
+
+
+def judge(response: Any, parsed: dict[str, Any] | None) -> None:
+    """Mark JSON-RPC errors and HTTP failures as Locust failures."""
+    if parsed is not None and "error" in parsed:
+        response.failure(f"JSON-RPC {parsed['error'].get('code')}")
+    elif not response.status_code or response.status_code >= 400:
+        response.failure(f"HTTP {response.status_code}")
+
+
+class MrtrUser(FlowUser):
+    """MRTR (2026-07-28): every round a fresh request; a cut round is simply sent again."""
+
+    arch = "mrtr"
+
+    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+        return run_mrtr_flow(self.post, tool, arguments, **options)
+
+
+class LegacyUser(FlowUser):
+    """Legacy SSE (2025-11-25): one session per user; a call is held on a stream while the
+    user thinks, and a cut call is started again from scratch."""
+
+    abstract = True
+
+    def on_start(self) -> None:
+        super().on_start()
+        self.holder = SessionHolder()
+
+    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+        return run_legacy_flow(self, self.holder, tool, arguments, arch=self.arch, **options)
+
+
+class StickyUser(LegacyUser):
+    """Legacy SSE behind a cookie-sticky balancer: answers reach the replica holding the call."""
+
+    arch = "sticky"
+
+
+class SseStoreUser(LegacyUser):
+    """Legacy SSE behind round-robin: answers travel to the holding replica through Redis."""
+
+    arch = "sse-store"

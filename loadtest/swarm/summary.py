@@ -1,0 +1,180 @@
+"""The summary of one load-test run: what the users lived through, in one JSON document.
+
+Built from the call log (one line per flow) and the cluster's event log, with the
+Locust JSON report for cross-checking totals. pandas and the notebooks read it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from loadtest.config import LoadTestConfig
+from loadtest.swarm.locust_stats import CALL
+
+
+def read_calls(path: Path) -> list[dict[str, Any]]:
+    """Every call record in a call log (JSON lines)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def percentiles_ms(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"p50": round(float(p50), 2), "p95": round(float(p95), 2), "p99": round(float(p99), 2)}
+
+
+def locust_flow_totals(report: Any) -> dict[str, Any]:
+    """Calls (`CALL` rows) and HTTP requests (by round kind) from Locust's `--json-file`
+    report."""
+    flows = [r for r in report or [] if r.get("method") == CALL]
+    http = [r for r in report or [] if r.get("method") != CALL]
+    by_kind = Counter[str]()
+    for row in http:
+        by_kind[row.get("name", "")] += row.get("num_requests", 0)
+    return {
+        "flows": sum(r.get("num_requests", 0) for r in flows),
+        "flow_failures": sum(r.get("num_failures", 0) for r in flows),
+        "http_requests": sum(r.get("num_requests", 0) for r in http),
+        "http_failures": sum(r.get("num_failures", 0) for r in http),
+        "http_by_kind": dict(sorted(by_kind.items())),
+    }
+
+
+def summarize(
+    config: LoadTestConfig,
+    calls: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    *,
+    swarm_started: float,
+    swarm_ended: float,
+    versions: dict[str, int],
+    locust_report: Any = None,
+    per_replica: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The run's summary document.
+
+    `per_replica` is every replica's HTTP requests by round kind, as Locust's users saw
+    them (`loadtest.swarm.locust_stats.read_per_replica`).
+    """
+    outcomes = Counter(c["outcome"] for c in calls)
+    completed = [c for c in calls if c["outcome"] == "completed"]
+    duration_s = max(swarm_ended - swarm_started, 1e-9)
+    served = Counter(name for c in calls for name in c.get("served_by", []))
+    return {
+        "arch": config.arch,
+        "scenario": config.scenario,
+        "started": len(calls),
+        "completed": outcomes.get("completed", 0),
+        "failed": outcomes.get("failed", 0),
+        "lost": outcomes.get("lost", 0),
+        "tasks": task_totals(calls),
+        # Questions a legacy call waited for on a held stream; MRTR holds nothing.
+        "held": 0 if config.arch == "mrtr" else sum(len(c.get("questions", [])) for c in calls),
+        "re_prompts": sum(c.get("re_prompts", 0) for c in calls),
+        "retries": sum(c.get("retries", 0) for c in calls),
+        "latency_ms": percentiles_ms([c["latency_ms"] for c in completed]),
+        "throughput_per_s": round(len(completed) / duration_s, 3),
+        "replica_share": dict(sorted(served.items())),
+        "per_replica": per_replica or {},
+        "timeline": timeline(calls, swarm_started, swarm_ended),
+        "faults": [
+            {**e, "t": round(e["t"] - swarm_started, 3)}
+            for e in events
+            if e["t"] >= swarm_started - 1
+        ],
+        "versions_after": versions,
+        "errors": dict(Counter(c["error"] for c in calls if c.get("error")).most_common(10)),
+        "duration_s": round(duration_s, 3),
+        "config": {
+            "replicas": config.replicas,
+            "users": config.users,
+            "think_time_median_s": config.think_time_median_s,
+            "drain_timeout_s": config.drain_timeout_s,
+            "fault_at_s": config.fault_at_s,
+        },
+        "locust": locust_flow_totals(locust_report),
+        "calls": calls,
+    }
+
+
+def task_totals(calls: list[dict[str, Any]]) -> dict[str, int]:
+    """What happened to the tasks, as their clients saw it.
+
+    `started` counts tasks acknowledged (the client got a task id); `completed`, `failed`
+    and `lost` split them by outcome; `taken_over` counts those another replica resumed.
+    `refused` counts task calls that never became a task (their creation failed, e.g. the
+    store was down), and `store_errors` the store errors clients waited out while polling.
+    """
+    tasks = [c for c in calls if c.get("task")]
+    acknowledged = [c for c in tasks if c["task"].get("id")]
+    outcomes = Counter(c["outcome"] for c in acknowledged)
+    return {
+        "started": len(acknowledged),
+        "completed": outcomes.get("completed", 0),
+        "failed": outcomes.get("failed", 0),
+        "lost": outcomes.get("lost", 0),
+        "taken_over": sum(bool(c["task"].get("taken_over")) for c in acknowledged),
+        "refused": sum(c["outcome"] != "completed" for c in tasks if not c["task"].get("id")),
+        "store_errors": sum(c["task"].get("store_errors", 0) for c in tasks),
+    }
+
+
+def timeline(
+    calls: list[dict[str, Any]], swarm_started: float, swarm_ended: float
+) -> list[dict[str, Any]]:
+    """Per-second rows: calls ending in that second by outcome, calls open, median latency."""
+    seconds = int(swarm_ended - swarm_started) + 1
+    rows: list[dict[str, Any]] = [
+        {"t": s, "completed": 0, "failed": 0, "lost": 0, "in_flight": 0, "p50_ms": None}
+        for s in range(seconds)
+    ]
+    latencies: list[list[float]] = [[] for _ in range(seconds)]
+    for call in calls:
+        start = int(call["started"] - swarm_started)
+        end = min(int(call["ended"] - swarm_started), seconds - 1)
+        if 0 <= end < seconds:
+            rows[end][call["outcome"]] += 1
+            if call["outcome"] == "completed":
+                latencies[end].append(call["latency_ms"])
+        for s in range(max(start, 0), end + 1):
+            rows[s]["in_flight"] += 1
+    for row, values in zip(rows, latencies, strict=True):
+        if values:
+            row["p50_ms"] = round(float(np.median(values)), 2)
+    return rows
+
+
+def print_table(summaries: list[dict[str, Any]]) -> None:
+    """One row per run: outcomes, held questions, re-prompts, latency and throughput."""
+    header = (
+        f"{'arch':<10} {'scenario':<16} {'started':>7} {'done':>6} {'failed':>6} {'lost':>5} "
+        f"{'held':>5} {'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for s in summaries:
+        lat = s["latency_ms"]
+        print(
+            f"{s['arch']:<10} {s['scenario']:<16} {s['started']:>7} {s['completed']:>6} "
+            f"{s['failed']:>6} {s['lost']:>5} {s.get('held', 0):>5} {s['re_prompts']:>8} "
+            f"{_ms(lat['p50']):>8} "
+            f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
+        )
+    for s in summaries:
+        if s.get("per_replica"):
+            served = ", ".join(f"{r} {v['requests']}" for r, v in s["per_replica"].items())
+            print(f"{s['arch']} HTTP requests per replica: {served}")
+        if s["tasks"]["started"] or s["tasks"]["refused"]:
+            print(f"{s['arch']} tasks: " + ", ".join(f"{k} {v}" for k, v in s["tasks"].items()))
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
