@@ -268,6 +268,30 @@ class ServerConfig:
         "opens, or from the first byte of a later request on it) before it is closed",
         metavar="S",
     )
+    # Node's and h11's default; HAProxy's own buffer (16 KiB) refuses larger heads anyway.
+    max_header_bytes: int = setting(
+        16 * 1024,
+        help="largest request head (its header fields) accepted, counted as it arrives; a "
+        "larger one gets HTTP 431 and the connection closes",
+        metavar="N",
+    )
+    # Apache's LimitRequestFields and HAProxy's tune.http.maxhdr.
+    max_header_count: int = setting(
+        100, help="most header fields one request may carry; more get HTTP 431", metavar="N"
+    )
+    # Apache's mod_reqtimeout rule: a slow but steady upload goes on, a trickle does not.
+    body_timeout_s: float = setting(
+        10.0,
+        help="how long a request body may take once its headers are in, plus a second for "
+        "every --body-min-rate-bytes-per-s bytes received; a later body gets HTTP 408 and the "
+        "connection closes",
+        metavar="S",
+    )
+    body_min_rate_bytes_per_s: int = setting(
+        1024,
+        help="the body rate that earns a slow upload more time (see --body-timeout-s)",
+        metavar="N",
+    )
     # Off by default for the held calls, sessions and tasks alike: every anonymous caller
     # is one principal, and the load test's swarm is anonymous.
     max_held_calls_per_principal: int = setting(
@@ -325,6 +349,10 @@ class ServerConfig:
             "max_connections",
             "idle_timeout_s",
             "header_timeout_s",
+            "max_header_bytes",
+            "max_header_count",
+            "body_timeout_s",
+            "body_min_rate_bytes_per_s",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")

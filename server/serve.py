@@ -1,7 +1,7 @@
 """Running one replica under uvicorn, and stopping it within its graceful timeout.
 
-Composes the app with the connection protocol that coalesces writes and times out slow
-headers, on the socket a `Listener` names.
+Composes the app with the connection protocol that coalesces writes and bounds how long
+and how large a request may be as it arrives, on the socket a `Listener` names.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from server.config import ServerConfig
 from server.harness.process import raise_file_limit
 from server.listener import Listener
 from server.transport.coalescing import with_coalesced_writes
-from server.transport.header_timeout import protocol_class, with_header_timeout
+from server.transport.wire_limits import WireLimits, protocol_class, with_wire_limits
 
 
 def serve_replica(config: ServerConfig, listener: Listener) -> None:
@@ -28,9 +28,12 @@ def serve_replica(config: ServerConfig, listener: Listener) -> None:
         host=listener.host,
         port=listener.port,
         loop=listener.loop,
-        http=with_header_timeout(
-            with_coalesced_writes(protocol_class(listener.http)), config.header_timeout_s
+        http=with_wire_limits(
+            with_coalesced_writes(protocol_class(listener.http)), wire_limits(config)
         ),
+        # h11 refuses a head over its own limit (16 KiB) with a 400 before the wire limits
+        # see it; at the same limit, they count first and answer 431.
+        h11_max_incomplete_event_size=config.max_header_bytes,
         log_level=listener.log_level,
         access_log=False,
         # The replica reads neither the client's address nor the scheme, so uvicorn's
@@ -45,6 +48,17 @@ def serve_replica(config: ServerConfig, listener: Listener) -> None:
     )
     raise_file_limit(config.max_connections)
     _signalling_server(settings, app.state.server.begin_shutdown).run()
+
+
+def wire_limits(config: ServerConfig) -> WireLimits:
+    """The limits on a request arriving at the replica, from its configuration."""
+    return WireLimits(
+        header_timeout_s=config.header_timeout_s,
+        max_header_bytes=config.max_header_bytes,
+        max_header_count=config.max_header_count,
+        body_timeout_s=config.body_timeout_s,
+        body_min_rate_bytes_per_s=config.body_min_rate_bytes_per_s,
+    )
 
 
 def _signalling_server(settings: uvicorn.Config, on_exit: Callable[[], None]) -> uvicorn.Server:

@@ -14,8 +14,15 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from server.transport.coalescing import with_coalesced_writes
-from server.transport.header_timeout import protocol_class, with_header_timeout
+from server.transport.wire_limits import WireLimits, protocol_class, with_wire_limits
 
+LIMITS = WireLimits(
+    header_timeout_s=5.0,
+    max_header_bytes=16 * 1024,
+    max_header_count=100,
+    body_timeout_s=5.0,
+    body_min_rate_bytes_per_s=1024,
+)
 REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
 
 
@@ -72,7 +79,7 @@ def connect(app: Any, http: str) -> tuple[asyncio.Protocol, RecordingTransport]:
     """The replica's protocol, as `python -m server` composes it, on a recording transport."""
     config = uvicorn.Config(app, http=http, lifespan="off", log_level="warning")
     config.load()
-    protocol_type = with_header_timeout(with_coalesced_writes(protocol_class(http)), 5.0)
+    protocol_type = with_wire_limits(with_coalesced_writes(protocol_class(http)), LIMITS)
     protocol = protocol_type(config=config, server_state=ServerState(), app_state={})
     transport = RecordingTransport()
     transport.protocol = protocol

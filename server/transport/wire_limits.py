@@ -1,0 +1,209 @@
+"""Limits on a request as it arrives: its headers' time, size and count, its body's time.
+
+uvicorn closes an idle keep-alive connection (`--idle-timeout-s`) but bounds nothing else
+about a request on its way in: a socket that connects and sends nothing, sends its
+headers a byte at a time, sends megabytes of headers, or sends its headers and then one
+byte of a hundred-byte body, holds a file descriptor and a place under
+`--max-connections` for as long as its client likes (and the headers, memory). Each of
+those sockets is cheap to open, so a few thousand of them leave every other client with
+503. `with_wire_limits` wraps uvicorn's HTTP protocol class (httptools or h11) so that:
+
+- the headers must be complete within `header_timeout_s`, timed from the moment the
+  connection opens, and again from the first byte of every later request on it;
+- they may take at most `max_header_bytes` (counted before the parser buffers them) and
+  `max_header_count` fields; beyond either the answer is 431 and the connection closes;
+- the body must then arrive within `body_timeout_s`, extended by one second for every
+  `body_min_rate_bytes_per_s` bytes received (Apache's mod_reqtimeout rule: a slow but
+  steady upload goes on, a trickle does not); late, the answer is 408 and the connection
+  closes.
+
+Nearly every request arrives in one read, headers and body together: it starts no timer
+of its own and pays two comparisons here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+#: uvicorn's protocol classes, by the name `--http` takes.
+_PROTOCOLS = {
+    "h11": "uvicorn.protocols.http.h11_impl:H11Protocol",
+    "httptools": "uvicorn.protocols.http.httptools_impl:HttpToolsProtocol",
+}
+#: The end of a request's headers.
+_HEAD_END = b"\r\n\r\n"
+
+
+def _refusal(status_line: bytes, reason: bytes) -> bytes:
+    return (
+        status_line
+        + b"\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: "
+        + str(len(reason)).encode()
+        + b"\r\nconnection: close\r\n\r\n"
+        + reason
+    )
+
+
+HEADERS_TOO_LARGE = _refusal(
+    b"HTTP/1.1 431 Request Header Fields Too Large", b"request headers too large"
+)
+BODY_TOO_SLOW = _refusal(b"HTTP/1.1 408 Request Timeout", b"request body too slow")
+
+
+@dataclass(frozen=True)
+class WireLimits:
+    """How long and how large a request may be while it arrives (see the module)."""
+
+    header_timeout_s: float
+    max_header_bytes: int
+    max_header_count: int
+    body_timeout_s: float
+    body_min_rate_bytes_per_s: float
+
+
+def protocol_class(http: str) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol class for `--http` (`auto`: httptools when installed)."""
+    if http == "auto":
+        try:
+            importlib.import_module("httptools")
+        except ImportError:
+            http = "h11"
+        else:
+            http = "httptools"
+    module, _, name = _PROTOCOLS[http].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def head_size(scope: dict[str, Any]) -> int:
+    """Bytes of a parsed request's header fields (names and values)."""
+    return sum(len(name) + len(value) for name, value in scope["headers"])
+
+
+def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[asyncio.Protocol]:
+    """A subclass of uvicorn's protocol `base` that enforces `limits` on every request.
+
+    Both of uvicorn's protocols create a new request cycle (`self.cycle`) when a request's
+    headers are complete, and clear the cycle's `more_body` when its body is, so "headers
+    done" and "body done" are seen the same way for either parser.
+    """
+
+    receive = base.data_received
+    max_header_bytes = limits.max_header_bytes
+    max_header_count = limits.max_header_count
+
+    class WireLimitsProtocol(base):  # type: ignore[valid-type, misc]
+        wire_limits = limits
+        _header_timer: asyncio.TimerHandle | None = None
+        #: Bytes of the request whose headers are awaited, received so far.
+        _head_bytes = 0
+        _body_timer: asyncio.TimerHandle | None = None
+        _body_started_s = 0.0
+        _body_bytes = 0
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm_header_timer()
+
+        def data_received(self, data: bytes) -> None:
+            if self._header_timer is not None:
+                # Headers awaited: count them before the parser buffers them.
+                self._head_bytes += len(data)
+                if self._head_bytes > max_header_bytes and self._head_too_large(data):
+                    # After an early answer the bytes may be the rest of the last body:
+                    # nobody waits for an answer to them, so the connection just closes.
+                    last = self.cycle
+                    self._refuse(None if last is not None and last.more_body else HEADERS_TOO_LARGE)
+                    return
+            before = self.cycle
+            receive(self, data)  # on every request: the base's method without super()
+            cycle = self.cycle
+            if cycle is not before:
+                # A request's headers are complete: it is the application's now.
+                if self._header_timer is not None:
+                    self._disarm_header_timer()
+                if len(cycle.scope["headers"]) > max_header_count or (
+                    len(data) > max_header_bytes and head_size(cycle.scope) > max_header_bytes
+                ):
+                    self._refuse(HEADERS_TOO_LARGE)
+                elif cycle.more_body:
+                    self._arm_body_timer(cycle)
+            elif self.transport.get_protocol() is not self:
+                # Upgraded to a WebSocket, handed to another protocol.
+                self._disarm_header_timer()
+            elif self._header_timer is None:
+                if before is None or before.response_complete:
+                    # The first bytes of the next request on a kept-alive connection.
+                    self._arm_header_timer()
+                    self._head_bytes = len(data)
+                elif self._body_timer is not None:
+                    self._body_bytes += len(data)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_header_timer()
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+            super().connection_lost(exc)
+
+        def _head_too_large(self, data: bytes) -> bool:
+            """Whether the headers awaited run past the limit (not only the body after them)."""
+            end = data.find(_HEAD_END)
+            return end < 0 or self._head_bytes - len(data) + end > max_header_bytes
+
+        def _refuse(self, answer: bytes | None) -> None:
+            """Send `answer` (a whole response, or nothing) and close the connection.
+
+            Whatever the application writes after this is dropped: the transport is closing.
+            """
+            transport = self.transport
+            if not transport.is_closing():
+                if answer is not None:
+                    transport.write(answer)
+                transport.close()
+
+        def _arm_header_timer(self) -> None:
+            self._head_bytes = 0
+            self._header_timer = asyncio.get_running_loop().call_later(
+                self.wire_limits.header_timeout_s, self._headers_timed_out
+            )
+
+        def _disarm_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_timed_out(self) -> None:
+            self._header_timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def _arm_body_timer(self, cycle: Any) -> None:
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+            loop = asyncio.get_running_loop()
+            self._body_started_s = loop.time()
+            self._body_bytes = 0
+            self._body_timer = loop.call_later(
+                self.wire_limits.body_timeout_s, self._body_deadline, cycle
+            )
+
+        def _body_deadline(self, cycle: Any) -> None:
+            """The body's time is up, unless it arrived or came fast enough to earn more."""
+            self._body_timer = None
+            if self.cycle is not cycle or not cycle.more_body or self.transport.is_closing():
+                return
+            limits = self.wire_limits
+            loop = asyncio.get_running_loop()
+            allowed_s = limits.body_timeout_s + self._body_bytes / limits.body_min_rate_bytes_per_s
+            left_s = self._body_started_s + allowed_s - loop.time()
+            if left_s > 0:
+                self._body_timer = loop.call_later(left_s, self._body_deadline, cycle)
+            else:
+                # An application that answered before the body came has said its piece.
+                self._refuse(None if cycle.response_started else BODY_TOO_SLOW)
+
+    WireLimitsProtocol.__name__ = f"WireLimits{base.__name__}"
+    return WireLimitsProtocol
