@@ -4,11 +4,18 @@ Times are scaled down from the real world so a scenario fits in a minute on a la
 a user "thinks" for about a second instead of ten, and a drain timeout is seconds, not
 minutes. The ratios that matter (drain timeout vs think time, fault time vs run time)
 are what the scenarios keep.
+
+Each field is one setting, stated once: its default, its help and its flag
+(`server.flags.setting`); the command line adds the flags a command takes from here. A
+field without a flag says why in its help.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import argparse
+from dataclasses import dataclass
+
+from server.flags import setting
 
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
 SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage", "idle-timeout")
@@ -24,85 +31,185 @@ class LoadTestError(ValueError):
     """A setting that cannot work, said in one line."""
 
 
+def tool_mix_of(spec: str) -> dict[str, float]:
+    """The tool mix `name=weight,name=weight` says (a bare name weighs 1)."""
+    mix = {}
+    for item in spec.split(","):
+        name, _, weight = item.strip().partition("=")
+        try:
+            mix[name] = float(weight) if weight else 1.0
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"tool weight {weight!r} is not a number") from None
+    return mix
+
+
+def _default_tool_mix() -> dict[str, float]:
+    return {"get_weather": 3.0, "update_work_item": 2.0, "link_accounts": 2.0, "ask_capital": 1.0}
+
+
 @dataclass
 class LoadTestConfig:
     """One load-test run: the cluster, the swarm and the fault."""
 
-    #: mrtr: round-robin LB, no store. sticky: cookie-sticky LB, legacy SSE, memory store.
-    #: sse-store: round-robin LB, legacy SSE, answers routed through Redis.
-    arch: str = "mrtr"
-    #: steady, rolling-upgrade, crash, overload, store-outage (Redis killed, restarted) or
-    #: idle-timeout (HAProxy cuts connections idle longer than `lb_idle_timeout_s`).
-    scenario: str = "steady"
-    #: Replicas behind the load balancer.
-    replicas: int = 3
-    #: Concurrent Locust users (each runs whole tool calls back to back).
-    users: int = 20
-    #: Users started per second.
-    spawn_rate: float = 20.0
-    #: Length of the swarm, seconds.
-    duration_s: float = 20.0
-    #: When the fault is injected, seconds after the swarm starts.
-    fault_at_s: float = 5.0
-    #: Median user think time per question (lognormal), scaled down from ~10 s.
-    think_time_median_s: float = 0.5
-    #: Spread (sigma of the underlying normal) of the lognormal think time.
-    think_time_sigma: float = 0.6
-    #: Drain timeout per replica during a rolling upgrade (HAProxy drain, then stop).
-    drain_timeout_s: float = 2.0
-    #: Time a crashed replica (or the killed store) stays down before it restarts.
-    restart_delay_s: float = 2.0
-    #: Seed of the fault's random choice (which replica crashes); None: a new choice each run.
-    seed: int | None = None
-    #: idle-timeout scenario: HAProxy's client and server timeout for the whole run, shorter
-    #: than the think time, with the replicas' SSE keep-alive comments off, as a balancer
-    #: with a short idle timeout (AWS ALB's default is 60 s) meets users who think longer.
-    lb_idle_timeout_s: float = 1.0
-    #: Demo tools the users call, with relative weights.
-    tool_mix: dict[str, float] = field(
-        default_factory=lambda: {
-            "get_weather": 3.0,
-            "update_work_item": 2.0,
-            "link_accounts": 2.0,
-            "ask_capital": 1.0,
-        }
+    arch: str = setting(
+        "mrtr",
+        help="the cluster's architecture and the users' client: mrtr (round-robin balancer, "
+        "no store), sticky (cookie-sticky balancer, legacy SSE, answers kept in the "
+        "replica's memory) or sse-store (round-robin, legacy SSE, answers routed through "
+        "Redis)",
+        choices=ARCHITECTURES,
     )
-    #: Task tools (`echo`, `provision_vm`) in the mix run as tasks, in this wire form.
-    task_wire: str = "both"
-    #: Simulated work of one `provision_vm` task (the server's default is 4 s).
-    provision_s: float = 2.0
-    #: A running task's lease on its replica (`--task-lease-s`; the server's default is
-    #: 10 s): after a crash, another replica takes the task over once it lapses.
-    task_lease_s: float = 2.0
-    #: How long a client follows an acknowledged task before it counts the task as lost.
-    task_timeout_s: float = 60.0
-    #: `appendfsync` of the task store's Redis (append-only file): with `everysec` a Redis
-    #: that dies alone keeps what it acknowledged (see `loadtest.harness.redis_server`); `always`
-    #: keeps it even when the machine dies.
-    #: `off` runs it without the file, to show what a volatile store loses in a restart.
-    task_store_fsync: str = "everysec"
-    #: Hash units per `crunch` call in the overload scenario.
-    crunch_units: int = 200_000
-    #: CPU milliseconds a `quote` call spends in each round (calibration's workload).
-    quote_cpu_ms: float = 2.0
-    #: In-flight requests above which a replica sheds `crunch` (overload scenario).
-    shed_in_flight: int = 2
-    #: Retries of one round (MRTR) or restarts of one call (legacy) before it counts as lost.
-    max_retries: int = 8
-    #: Legacy SSE: how long a replica waits for an answer before failing the call.
-    answer_timeout_s: float = 30.0
-    #: HAProxy: health-check interval, milliseconds.
-    health_check_interval_ms: int = 300
-    #: HAProxy: how long a health check may wait for its answer, milliseconds. HAProxy's
-    #: own default interval; a check shorter than a loaded replica's queue marks the only
-    #: replica down at high load and the clients see 503s, not the queue.
-    health_check_timeout_ms: int = 2000
-    #: Mean seconds between the starts of a user's calls, drawn exponentially: many users
-    #: together offer a Poisson stream of `users / pacing_s` calls/s (open loop, as labsim
-    #: assumes). 0 = closed loop: each call starts when the user's last one ends.
-    pacing_s: float = 0.0
-    #: Pin replicas and HAProxy to CPU 0 and Locust to CPU 1 (calibration, benchmarks).
-    pin_cores: bool = False
+    scenario: str = setting(
+        "steady",
+        help="steady; rolling-upgrade; crash (a replica chosen with --seed killed, restarted); "
+        "overload; store-outage (Redis killed, restarted); idle-timeout (HAProxy cuts "
+        "connections idle longer than --lb-idle-timeout, keep-alive comments off)",
+        choices=SCENARIOS,
+    )
+    replicas: int = setting(3, help="replicas of the lab's cluster behind HAProxy")
+    users: int = setting(
+        20,
+        help="concurrent users, each running whole tool calls back to back (a swarm with its "
+        "web UI starts them at once only when this is given)",
+    )
+    spawn_rate: float = setting(20.0, help="users started per second")
+    duration_s: float = setting(
+        20.0,
+        flag="--duration",
+        help="seconds the users call for (a swarm with its web UI runs until stopped)",
+    )
+    fault_at_s: float = setting(
+        5.0, flag="--fault-at", help="seconds after the users start when the fault comes"
+    )
+    think_time_median_s: float = setting(
+        0.5,
+        flag="--think-time",
+        help="median seconds a user thinks before answering (lognormal; scaled down from "
+        "about 10 s)",
+    )
+    think_time_sigma: float = setting(
+        0.6,
+        help="spread (sigma of the underlying normal) of the lognormal think time; no flag: "
+        "part of the lab's user model, which the calibration sets for its own workload",
+        cli=False,
+    )
+    drain_timeout_s: float = setting(
+        2.0,
+        flag="--drain-timeout",
+        help="seconds a rolling upgrade waits for each replica to drain (HAProxy drain, then stop)",
+    )
+    restart_delay_s: float = setting(
+        2.0,
+        help="seconds a crashed replica (or the killed store) stays down before it restarts; "
+        "no flag: the crash and store-outage scenarios keep it, so that their runs compare",
+        cli=False,
+    )
+    seed: int | None = setting(
+        None, help="seed of the fault's choice of replica; none draws a new one each run"
+    )
+    #: A balancer with a short idle timeout (AWS ALB's default is 60 s) meets users who
+    #: think longer: the replicas' SSE keep-alive comments are off in this scenario.
+    lb_idle_timeout_s: float = setting(
+        1.0,
+        flag="--lb-idle-timeout",
+        help="idle-timeout: HAProxy's client and server timeout, s, for the whole run "
+        "(shorter than --think-time)",
+    )
+    tool_mix: dict[str, float] = setting(
+        default_factory=_default_tool_mix,
+        flag="--tools",
+        metavar="NAME=WEIGHT,...",
+        parse=tool_mix_of,
+        help="the demo tools the users call, with relative weights (a bare name weighs 1); "
+        "task tools (echo, provision_vm) run as tasks",
+    )
+    task_wire: str = setting(
+        "both",
+        help="the wire form of the task methods a task call speaks (both: one picked per call)",
+        choices=TASK_WIRES,
+    )
+    provision_s: float = setting(
+        2.0,
+        help="seconds of simulated work in one provision_vm task (the server's default is 4 s); "
+        "no flag: scaled down like the think time",
+        cli=False,
+    )
+    task_lease_s: float = setting(
+        2.0,
+        help="a running task's lease on its replica (the server's --task-lease-s, 10 s by "
+        "default): after a crash, another replica takes the task over once it lapses; no "
+        "flag: scaled down like the think time",
+        cli=False,
+    )
+    task_timeout_s: float = setting(
+        60.0,
+        help="seconds a client follows an acknowledged task before it counts the task as "
+        "lost; no flag: a bound on a hang, not a setting of the experiment",
+        cli=False,
+    )
+    #: With `everysec` a Redis that dies alone keeps what it acknowledged (see
+    #: `loadtest.harness.redis_server`); `always` keeps it even when the machine dies.
+    task_store_fsync: str = setting(
+        "everysec",
+        help="appendfsync of the task store's append-only file (off: a volatile store, to "
+        "show what a restart loses)",
+        choices=TASK_STORE_FSYNC,
+    )
+    crunch_units: int = setting(
+        200_000,
+        help="hash units per crunch call in the overload scenario; no flag: sized with "
+        "shed_in_flight so that a replica sheds",
+        cli=False,
+    )
+    quote_cpu_ms: float = setting(
+        2.0,
+        help="CPU milliseconds a quote call spends in each round; no flag: quote is the "
+        "calibration's workload, which sets it",
+        cli=False,
+    )
+    shed_in_flight: int = setting(
+        2,
+        help="in-flight requests above which a replica sheds crunch (overload scenario); no "
+        "flag: sized with crunch_units",
+        cli=False,
+    )
+    max_retries: int = setting(
+        8,
+        help="retries of one round (MRTR) or restarts of one call (legacy) before it counts "
+        "as lost; no flag: the users' client, as the simulated twin models it",
+        cli=False,
+    )
+    answer_timeout_s: float = setting(
+        30.0,
+        help="seconds a legacy replica waits for an answer before failing the call; no flag: "
+        "the replicas' own default, which the simulated twin takes",
+        cli=False,
+    )
+    health_check_interval_ms: int = setting(
+        300, help="HAProxy's health-check interval; no flag: the lab cluster's own", cli=False
+    )
+    #: HAProxy's own default interval; a check shorter than a loaded replica's queue marks
+    #: the only replica down at high load and the clients see 503s, not the queue.
+    health_check_timeout_ms: int = setting(
+        2000,
+        help="how long HAProxy's health check waits for its answer; no flag: the lab cluster's own",
+        cli=False,
+    )
+    #: Many users together offer a Poisson stream of `users / pacing_s` calls/s (open loop,
+    #: as labsim assumes).
+    pacing_s: float = setting(
+        0.0,
+        help="mean seconds between the starts of a user's calls, drawn exponentially (0: "
+        "each call starts when the user's last one ends); no flag: the calibration's "
+        "open-loop workload sets it",
+        cli=False,
+    )
+    pin_cores: bool = setting(
+        False,
+        help="pin replicas and HAProxy to CPU 0 and Locust to CPU 1; no flag: the "
+        "calibration and the measurements set it",
+        cli=False,
+    )
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHITECTURES:

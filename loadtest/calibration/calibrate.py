@@ -30,15 +30,15 @@ it predicts that system. For one architecture:
 4. Legacy architectures: the memory a held call adds (live, `loadtest/probes/held_memory.py`)
    beside the value labsim's defaults use.
 5. A rolling upgrade of two replicas with the same drain timeout and think time, live
-   and simulated: lost calls and re-prompts (MRTR: none in both).
+   and simulated: lost calls and re-prompts (MRTR: none in both;
+   `loadtest/calibration/rolling_upgrade.py`).
 """
 
 from __future__ import annotations
 
 import os
-import statistics
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from labsim.params import SimParams
@@ -48,8 +48,8 @@ from loadtest.calibration.model import (
     CALLS_PER_LEVEL,
     LiveInputs,
     delay_outside,
-    predict_upgrade,
 )
+from loadtest.calibration.rolling_upgrade import run_upgrade
 from loadtest.calibration.run import (
     PACING_S,
     QUOTE_CPU_MS,
@@ -61,7 +61,6 @@ from loadtest.calibration.run import (
     run_level,
 )
 from loadtest.config import LoadTestConfig
-from loadtest.harness.upgrade import restart_s
 from loadtest.probes.replica_cpu import CpuStretch, busy_per_round, fit_cpu_per_round
 from loadtest.probes.service_spread import ServiceSpread, spread_of
 
@@ -72,9 +71,6 @@ from loadtest.probes.service_spread import ServiceSpread, spread_of
 #: level aimed at 0.75 from the lower levels' service reached 0.69 under sticky routing,
 #: below the 0.7 the top level must reach.
 UTILIZATIONS = (0.25, 0.50, 0.77)
-#: The rolling upgrade keeps shorter pacing: its users are its sessions, and at 2 s each
-#: one makes several calls in the run (what a sticky cookie pins to a replica).
-UPGRADE_PACING_S = 2.0
 #: Each level is run this many times and judged by its median: three is the fewest with a
 #: median that one disturbed run cannot move, and 3 levels x 3 runs of 40 s fit one
 #: architecture in about 8 minutes.
@@ -95,16 +91,6 @@ SPREAD_MIN_ROUNDS = 15
 PROBE_RATE_PER_S = 40.0
 #: Legacy calls held at once to measure the memory of one.
 HELD_CALLS = 100
-#: The rolling upgrade: two replicas, its load as a share of the (shared) core, when it
-#: starts, how long a replica may drain, and the users' think time. The drain timeout is
-#: short enough that it cuts calls under both legacy architectures: at 1 s SSE + store
-#: cut 0 or 1 a run (0.3 live against 0.6 simulated over 3 runs, too few to compare); at
-#: 0.3 s 3-6 a run, and sticky 8-18.
-UPGRADE_UTILIZATION = 0.3
-UPGRADE_AT_S = 4.0
-UPGRADE_DRAIN_TIMEOUT_S = 0.3
-UPGRADE_THINK_MEDIAN_S = 0.5
-UPGRADE_THINK_SIGMA = 0.6
 
 
 def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> ServiceSpread:
@@ -126,6 +112,18 @@ def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> 
     return replace(spread, busy_s=run["service_s"], served=cpu["rounds"])
 
 
+@dataclass(frozen=True)
+class Fit:
+    """What the runs give when fitted together: a replica's CPU per round and its
+    background CPU, the probe's own service per round, and the delay beyond it."""
+
+    round_cpu_s: float
+    idle_cpu_per_s: float
+    probe_round_s: float
+    network_s: float
+    network_cv: float
+
+
 def run_calibration(
     arch: str = "mrtr",
     *,
@@ -142,20 +140,79 @@ def run_calibration(
     """Probe, service spread, three levels `repeats` times, held memory and a rolling
     upgrade; live beside simulated (each run's twin simulates about `simulated_calls`
     calls). The service-spread run lasts `spread_s` (the probe's duration unless given)."""
-    legacy = arch != "mrtr"
     progress(f"probe: {PROBE_RATE_PER_S:g} calls/s of no CPU for {probe_s:g} s")
     probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s, quote_cpu_ms=0.0), progress)
     spread = measure_service_spread(arch, spread_s or probe_s, progress)
-    # quote: two rounds a call. The replica's busy time per call sets the levels; each
-    # level's rate comes from the service time the last run measured, as a busier replica
-    # waits less often for a CPU and so takes less time per round. Later repeats offer
-    # the rates of the first, so that they repeat one experiment.
-    busy_per_call_s = 2 * max(spread.busy_s, 1e-6)
+    runs = run_levels(arch, spread.busy_s, utilizations, repeats, duration_s, progress)
+    fit = fit_runs(probe, [run for level in runs for run in level])
+    held = measure_held(arch, held_calls, progress) if arch != "mrtr" else None
+    inputs = LiveInputs(
+        round_cpu_s=spread.busy_s,
+        round_cpu_cv=spread.cv,
+        network_s=fit.network_s,
+        network_cv=fit.network_cv,
+        think_median_s=THINK_MEDIAN_S,
+        think_sigma=THINK_SIGMA,
+        held_call_bytes=round(held["rss_bytes_per_call"]) if held else _simulated_held(),
+        max_restarts=LoadTestConfig().max_retries,
+    )
+    levels = [
+        level_row(
+            target,
+            level_runs,
+            inputs,
+            arch,
+            background_per_s=fit.idle_cpu_per_s,
+            simulated_calls=simulated_calls,
+        )
+        for target, level_runs in zip(utilizations, runs, strict=True)
+    ]
+    report: dict[str, Any] = {
+        "arch": arch,
+        "calibrated": _calibrated(probe, fit),
+        "inputs": _spread_inputs(spread),
+        "repeats": repeats,
+        "duration_s": duration_s,
+        "probe": {
+            k: probe[k] for k in ("offered_per_s", "completed", "p50_ms", "p95_ms", "errors")
+        },
+        "levels": levels,
+    }
+    if held is not None:
+        report["held_call_bytes"] = {
+            "measured": held["rss_bytes_per_call"],
+            "simulated": _simulated_held(),
+            "object_graph": held["object_graph_bytes_per_call"],
+        }
+    if upgrade_s > 0:
+        busy_per_call_s = 2 * max(spread.busy_s, 1e-6)  # quote: two rounds a call
+        report["upgrade"] = run_upgrade(arch, inputs, busy_per_call_s, upgrade_s, progress, repeats)
+    report["machine"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()}
+    report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return report
+
+
+def run_levels(
+    arch: str,
+    busy_per_round_s: float,
+    utilizations: tuple[float, ...],
+    repeats: int,
+    duration_s: float,
+    progress: Progress,
+) -> list[list[dict[str, Any]]]:
+    """Every level `repeats` times, interleaved; each level's runs.
+
+    quote: two rounds a call. The replica's busy time per call sets the levels; each
+    level's rate comes from the service time the last run measured, as a busier replica
+    waits less often for a CPU and so takes less time per round. Later repeats offer the
+    rates of the first, so that they repeat one experiment. Levels are interleaved across
+    repeats (25, 50, 75%, 25, 50, 75% ...): a drift of the shared machine's load hits every
+    level alike instead of one.
+    """
+    busy_per_call_s = 2 * max(busy_per_round_s, 1e-6)
     rates: list[float] = []
     runs: list[list[dict[str, Any]]] = [[] for _ in utilizations]
-    previous = {"service_s": spread.busy_s}
-    # Levels interleaved across repeats (25, 50, 75%, 25, 50, 75% ...): a drift of the
-    # shared machine's load hits every level alike instead of one.
+    previous = {"service_s": busy_per_round_s}
     for repeat in range(repeats):
         for i, u in enumerate(utilizations):
             if repeat == 0:
@@ -167,170 +224,64 @@ def run_calibration(
             )
             previous = run_level(level_config(arch, rates[i], duration_s), progress)
             runs[i].append(previous)
-    measured = [run for level in runs for run in level]
-    stretches = [CpuStretch(**lv["cpu"]) for lv in measured]
-    round_cpu_s, idle_cpu = fit_cpu_per_round(stretches)
-    # A round's own service: the replica's busy time in a run's steady window without the
-    # background work the fit found (health checks, timers: 1.3-2% of the replica), per
-    # round served there. Charged per round, the background would lengthen every simulated
-    # round by 0.3-1.5 ms at the lower levels; as work of its own it delays a round by a
-    # few hundredths of a ms (a short job now and then), so the twin leaves it out of its
-    # rounds and adds it to its busy share only.
+    return runs
+
+
+def fit_runs(probe: dict[str, Any], measured: list[dict[str, Any]]) -> Fit:
+    """CPU per round and background CPU fitted over every level's run; each run's own
+    service per round (set on it as `round_service_s`); the delay outside the replica
+    beyond the probe's service per round.
+
+    A round's own service is the replica's busy time in a run's steady window without the
+    background work the fit found (health checks, timers: 1.3-2% of the replica), per
+    round served there. Charged per round, the background would lengthen every simulated
+    round by 0.3-1.5 ms at the lower levels; as work of its own it delays a round by a
+    few hundredths of a ms (a short job now and then), so the twin leaves it out of its
+    rounds and adds it to its busy share only.
+    """
+    round_cpu_s, idle_cpu = fit_cpu_per_round([CpuStretch(**run["cpu"]) for run in measured])
     for run in measured:
         run["round_service_s"] = busy_per_round(CpuStretch(**run["window"]), idle_cpu)
     # Beyond the probe's own service per round: a call of two such rounds is nearly all
     # delay outside, so an error in what is subtracted moves the delay little.
     probe_round_s = busy_per_round(CpuStretch(**probe["window"]), idle_cpu)
     network_s, network_cv = delay_outside(probe.pop("clean_latencies_ms"), probe_round_s)
-    held = measure_held(arch, held_calls, progress) if legacy else None
-    simulated_held = SimParams().cluster.held_call_bytes
-    inputs = LiveInputs(
-        round_cpu_s=spread.busy_s,
-        round_cpu_cv=spread.cv,
-        network_s=network_s,
-        network_cv=network_cv,
-        think_median_s=THINK_MEDIAN_S,
-        think_sigma=THINK_SIGMA,
-        held_call_bytes=round(held["rss_bytes_per_call"]) if held else simulated_held,
-        max_restarts=LoadTestConfig().max_retries,
-    )
-    levels = [
-        level_row(
-            target,
-            level_runs,
-            inputs,
-            arch,
-            background_per_s=idle_cpu,
-            simulated_calls=simulated_calls,
-        )
-        for target, level_runs in zip(utilizations, runs, strict=True)
-    ]
-    report: dict[str, Any] = {
-        "arch": arch,
-        "calibrated": {
-            "round_cpu_ms": round_cpu_s * 1e3,
-            # The probe's calls spend no CPU in the tool: its busy time per round, and
-            # that without the background work (what the delay is measured beyond).
-            "probe_service_ms": probe["service_s"] * 1e3,
-            "probe_round_ms": probe_round_s * 1e3,
-            "idle_cpu_per_s": idle_cpu,
-            "network_ms": network_s * 1e3,
-            "network_cv": network_cv,
-            "quote_cpu_ms": QUOTE_CPU_MS,
-            "think_median_s": THINK_MEDIAN_S,
-            "think_sigma": THINK_SIGMA,
-            "pacing_s": PACING_S,
-        },
-        # What the simulation's replica takes as its service time per round: the mean of
-        # each level's own, and this spread (one user, rounds never overlapping).
-        "inputs": {
-            "service_cv": spread.cv,
-            "service_cv_rounds": spread.rounds,
-            "service_spread_mean_ms": spread.mean_s * 1e3,
-            "service_spread_p95_ms": spread.p95_s * 1e3,
-            "service_spread_busy_ms": spread.busy_s * 1e3,
-            # Rounds served in that run: timed, merged (two a stretch) or unseen.
-            "service_spread_served": spread.served,
-            "service_spread_merged": spread.merged,
-        },
-        "repeats": repeats,
-        "duration_s": duration_s,
-        "probe": {
-            k: probe[k] for k in ("offered_per_s", "completed", "p50_ms", "p95_ms", "errors")
-        },
-        "levels": levels,
-    }
-    if held is not None:
-        report["held_call_bytes"] = {
-            "measured": held["rss_bytes_per_call"],
-            "simulated": simulated_held,
-            "object_graph": held["object_graph_bytes_per_call"],
-        }
-    if upgrade_s > 0:
-        report["upgrade"] = run_upgrade(arch, inputs, busy_per_call_s, upgrade_s, progress, repeats)
-    report["machine"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()}
-    report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    return report
+    return Fit(round_cpu_s, idle_cpu, probe_round_s, network_s, network_cv)
 
 
-def run_upgrade(
-    arch: str,
-    inputs: LiveInputs,
-    busy_per_call_s: float,
-    duration_s: float,
-    progress: Progress,
-    repeats: int = 1,
-) -> dict[str, Any]:
-    """A live rolling upgrade of two replicas, `repeats` times, and its simulated twin.
+def _simulated_held() -> int:
+    """The memory of a held call labsim's defaults use."""
+    return SimParams().cluster.held_call_bytes
 
-    A run cuts a handful of calls at most, so one run's count is mostly chance: live
-    figures are means over the runs (each run's kept), as the simulated ones are over seeds.
-    """
-    rate = UPGRADE_UTILIZATION / busy_per_call_s
-    config = level_config(
-        arch,
-        rate,
-        duration_s,
-        scenario="rolling-upgrade",
-        replicas=2,
-        fault_at_s=UPGRADE_AT_S,
-        drain_timeout_s=UPGRADE_DRAIN_TIMEOUT_S,
-        think_time_median_s=UPGRADE_THINK_MEDIAN_S,
-        think_time_sigma=UPGRADE_THINK_SIGMA,
-        pacing_s=UPGRADE_PACING_S,
-    )
-    runs = []
-    for repeat in range(repeats):
-        progress(
-            f"rolling upgrade {repeat + 1}/{repeats}: 2 replicas, {rate:.1f} calls/s "
-            f"for {duration_s:g} s"
-        )
-        live = run_level(config, progress)
-        runs.append(
-            {
-                "lost": live["lost"],
-                "re_prompts": live["re_prompts"],
-                "restarts": live["retries"],
-                "calls": live["calls"],  # the whole run's, as the twin's are
-                "restart_s": restart_s(live["faults"]),
-                "offered_per_s": live["offered_per_s"],
-            }
-        )
-    restart = statistics.fmean(run["restart_s"] for run in runs)
-    # The twin is offered what the users started, not the rate asked: a user's next call
-    # waits for its last (think time included) to end, so at 2 s pacing about a third of
-    # the calls asked for never start (in a trial, 179 calls live where 272 were asked).
-    offered = statistics.fmean(run["offered_per_s"] for run in runs)
-    simulated = predict_upgrade(
-        replace(inputs, think_median_s=UPGRADE_THINK_MEDIAN_S, think_sigma=UPGRADE_THINK_SIGMA),
-        arch,
-        replicas=2,
-        rate_per_s=offered,
-        duration_s=duration_s,
-        upgrade_at_s=UPGRADE_AT_S,
-        drain_timeout_s=UPGRADE_DRAIN_TIMEOUT_S,
-        restart_s=restart,
-        # A live user is one session: the calls it made in the run.
-        calls_per_session=statistics.fmean(run["calls"] for run in runs) / config.users,
-    )
-    # Calls started again (legacy) or rounds sent again (MRTR) after a cut: live, a cut
-    # shows when the answer is refused; simulated, at once (no re-prompt if unanswered).
-    simulated["restarts"] += simulated["retries"]
 
-    def figure(key: str) -> dict[str, Any]:
-        measured = [run[key] for run in runs]
-        return {
-            "measured": statistics.fmean(measured),
-            "predicted": simulated[key],
-            "measured_runs": measured,
-        }
-
+def _calibrated(probe: dict[str, Any], fit: Fit) -> dict[str, Any]:
+    """The report's fitted figures and the workload's settings."""
     return {
-        "rate_per_s": rate,
-        "offered_per_s": offered,
-        "drain_timeout_s": UPGRADE_DRAIN_TIMEOUT_S,
-        "think_median_s": UPGRADE_THINK_MEDIAN_S,
-        "restart_s": restart,
-        "repeats": repeats,
-        **{key: figure(key) for key in ("lost", "re_prompts", "restarts", "calls")},
+        "round_cpu_ms": fit.round_cpu_s * 1e3,
+        # The probe's calls spend no CPU in the tool: its busy time per round, and
+        # that without the background work (what the delay is measured beyond).
+        "probe_service_ms": probe["service_s"] * 1e3,
+        "probe_round_ms": fit.probe_round_s * 1e3,
+        "idle_cpu_per_s": fit.idle_cpu_per_s,
+        "network_ms": fit.network_s * 1e3,
+        "network_cv": fit.network_cv,
+        "quote_cpu_ms": QUOTE_CPU_MS,
+        "think_median_s": THINK_MEDIAN_S,
+        "think_sigma": THINK_SIGMA,
+        "pacing_s": PACING_S,
+    }
+
+
+def _spread_inputs(spread: ServiceSpread) -> dict[str, Any]:
+    """What the simulation's replica takes as its service time per round: the mean of each
+    level's own, and this spread (one user, rounds never overlapping)."""
+    return {
+        "service_cv": spread.cv,
+        "service_cv_rounds": spread.rounds,
+        "service_spread_mean_ms": spread.mean_s * 1e3,
+        "service_spread_p95_ms": spread.p95_s * 1e3,
+        "service_spread_busy_ms": spread.busy_s * 1e3,
+        # Rounds served in that run: timed, merged (two a stretch) or unseen.
+        "service_spread_served": spread.served,
+        "service_spread_merged": spread.merged,
     }

@@ -1,4 +1,4 @@
-// The lab's fault buttons, shown with Locust's "Lab" tab (see loadtest/lab_tab.py).
+// The lab's fault buttons, shown with Locust's "Lab" tab (see loadtest/swarm/lab_tab.py).
 // Locust's UI is a React app that only renders tables in extra tabs, so the buttons live
 // in a panel of their own, outside React's tree, shown while the Lab tab is open.
 (function () {

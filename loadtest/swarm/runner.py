@@ -51,11 +51,9 @@ from loadtest.swarm.locust_stats import (
     per_replica,
     write_html_report,
 )
+from loadtest.swarm.plan import LOCUST_MASTER_PORT, SwarmPlan
 from loadtest.swarm.scenario_run import LOCUSTFILE, USER_CLASSES
 from loadtest.swarm.summary import summarize
-
-#: Locust's default port for workers to reach their master.
-DEFAULT_MASTER_PORT = 5557
 
 
 def _say(line: str) -> None:
@@ -135,8 +133,8 @@ def run_workers(config: LoadTestConfig, master: str, count: int) -> int:
     host, _, port = master.partition(":")
     stop = _stop_on_signals()
     with tempfile.TemporaryDirectory(prefix="mrtr-workers-") as tmp:
-        workers = start_workers(config, count, host, int(port or DEFAULT_MASTER_PORT), Path(tmp))
-        _say(f"{count} workers joining the master at {host}:{port or DEFAULT_MASTER_PORT}")
+        workers = start_workers(config, count, host, int(port or LOCUST_MASTER_PORT), Path(tmp))
+        _say(f"{count} workers joining the master at {host}:{port or LOCUST_MASTER_PORT}")
         try:
             while not stop.is_set() and any(w.poll() is None for w in workers):
                 stop.wait(0.5)
@@ -148,115 +146,138 @@ def run_workers(config: LoadTestConfig, master: str, count: int) -> int:
     return 0
 
 
+@dataclasses.dataclass
+class _Swarm:
+    """A swarm set up in this process: Locust's environment and runner, the cluster it
+    drives (None for a `--target`), the lab's control of it, and its workers' ids."""
+
+    env: Environment
+    runner: Any
+    cluster: Cluster | None
+    control: ClusterControl | TargetControl
+    worker_ids: list[str] = dataclasses.field(default_factory=list)
+
+
 def run_swarm(
-    config: LoadTestConfig,
-    *,
-    workers: int = 1,
-    expect_workers: int = 0,
-    target: str | None = None,
-    headless: bool = False,
-    start_users: bool = False,
-    web_port: int = 8089,
-    master_bind: str = "127.0.0.1",
-    master_port: int = DEFAULT_MASTER_PORT,
-    html_path: Path | None = None,
-    fault: str | None = None,
-    say: Callable[[str], None] = _say,
+    config: LoadTestConfig, plan: SwarmPlan, say: Callable[[str], None] = _say
 ) -> dict[str, Any] | None:
     """Run the swarm; after a headless run, its summary (and Locust's HTML report at
-    `html_path`, when given)."""
+    `plan.html_path`, when given). With the web UI, it runs until Ctrl-C or SIGTERM."""
     stop = _stop_on_signals()
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mrtr-swarm-")))
+        cluster = None
+        if plan.target is None:
+            cluster = stack.enter_context(Cluster(config, workdir=work / "c"))
+        url = cluster.url if cluster is not None else str(plan.target)
+        env = _environment(config, url, plan.headless)
+        runner = (
+            env.create_master_runner(plan.master_bind, plan.master_port)
+            if plan.workers > 0 or plan.expect_workers > 0
+            else env.create_local_runner()
+        )
+        control = ClusterControl(cluster) if cluster else TargetControl(url)
+        swarm = _Swarm(env, runner, cluster, control)
+        web_ui = None if plan.headless else _web_ui(swarm, plan.web_port, stack)
+        env.events.init.fire(environment=env, runner=runner, web_ui=web_ui)
+        gevent.spawn(stats_history, runner)
+        say(f"{config.arch} swarm against {url}: {plan.workers} local workers")
+        _connect_workers(swarm, config, plan, work, stack)
+        if web_ui is None:
+            return _run_headless(swarm, config, plan, stop, say)
+        if plan.start_users:
+            # Serve the UI once the users run: a page opened before shows the start form.
+            gevent.spawn(runner.start, config.users, config.spawn_rate)
+            _wait_state(runner, lambda state: state != STATE_INIT, 30)
+        web_ui.start()
+        say(f"Locust web UI with the lab's tab: http://127.0.0.1:{plan.web_port}/?tab=lab")
+        stop.wait()
+        say("stopping the swarm")
+    return None
+
+
+def _environment(config: LoadTestConfig, url: str, headless: bool) -> Environment:
+    """Locust's environment for the swarm's users, against `url`."""
     os.environ["LOADTEST_CONFIG"] = json.dumps(dataclasses.asdict(config))
     from loadtest.swarm import locustfile  # reads LOADTEST_CONFIG (the local runner's users)
 
-    with contextlib.ExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mrtr-swarm-")))
-        cluster = None if target else stack.enter_context(Cluster(config, workdir=work / "c"))
-        url = target if cluster is None else cluster.url
-        assert url is not None
-        host = url.removesuffix("/mcp")
-        locust_args = [
-            "-f", str(LOCUSTFILE), "--host", host, "-u", str(config.users),
-            "-r", str(config.spawn_rate), *(["--headless"] if headless else []),
-        ]  # fmt: skip
-        options = get_parser(default_config_files=[]).parse_args(locust_args)
-        # Locust's web UI parses sys.argv again on every page: give it Locust's arguments.
-        sys.argv = [sys.argv[0], *locust_args]
-        env = Environment(
-            user_classes=[getattr(locustfile, USER_CLASSES[config.arch])],
-            events=locust.events,
-            host=host,
-            parsed_options=options,
-            # Let calls in progress finish when the swarm stops, so they are not lost.
-            stop_timeout=max(10, int(config.think_time_median_s * 20)),
-        )
-        distributed = workers > 0 or expect_workers > 0
-        runner = (
-            env.create_master_runner(master_bind, master_port)
-            if distributed
-            else env.create_local_runner()
-        )
+    host = url.removesuffix("/mcp")
+    locust_args = [
+        "-f", str(LOCUSTFILE), "--host", host, "-u", str(config.users),
+        "-r", str(config.spawn_rate), *(["--headless"] if headless else []),
+    ]  # fmt: skip
+    options = get_parser(default_config_files=[]).parse_args(locust_args)
+    # Locust's web UI parses sys.argv again on every page: give it Locust's arguments.
+    sys.argv = [sys.argv[0], *locust_args]
+    return Environment(
+        user_classes=[getattr(locustfile, USER_CLASSES[config.arch])],
+        events=locust.events,
+        host=host,
+        parsed_options=options,
+        # Let calls in progress finish when the swarm stops, so they are not lost.
+        stop_timeout=max(10, int(config.think_time_median_s * 20)),
+    )
 
-        def collector() -> CallCollector | None:
-            return getattr(env, "call_collector", None)
 
-        control = ClusterControl(cluster) if cluster else TargetControl(url)
-        web_ui = None
-        if not headless:
-            web_ui = env.create_web_ui("127.0.0.1", web_port, delayed_start=True)
-            lab_tab.install(web_ui, control)
-            stack.callback(web_ui.stop)
-        env.events.init.fire(environment=env, runner=runner, web_ui=web_ui)
-        gevent.spawn(stats_history, runner)
-        procs = start_workers(config, workers, "127.0.0.1", master_port, work)
-        ids: list[str] = []
-        stack.callback(stop_workers, procs)
-        stack.callback(runner.quit)
-        stack.callback(_quit_stopped_workers, runner, ids)  # first: before the master quits
-        say(f"{config.arch} swarm against {url}: {workers} local workers")
-        wait_for_workers(runner, workers + expect_workers, procs)
-        ids += list(runner.clients.keys()) if isinstance(runner, MasterRunner) else [LOCAL_WORKER]
-        started = time.time()
-        if headless:
-            runner.start(config.users, config.spawn_rate)
-            if fault:
-                gevent.spawn_later(config.fault_at_s, _inject_on_cue, control, fault, say)
-        if web_ui is not None:
-            if start_users:
-                # Serve the UI once the users run: a page opened before shows the start form.
-                gevent.spawn(runner.start, config.users, config.spawn_rate)
-                _wait_state(runner, lambda state: state != STATE_INIT, 30)
-            web_ui.start()
-            say(f"Locust web UI with the lab's tab: http://127.0.0.1:{web_port}/?tab=lab")
-            stop.wait()
-            say("stopping the swarm")
-            return None
-        say(f"swarm: {config.users} users for {config.duration_s:g} s")
-        stop.wait(config.duration_s)
-        runner.stop()
-        _wait_stopped(runner, env.stop_timeout + 30)
-        ended = time.time()
-        await_worker_reports(runner, ids)
-        calls = collector() or CallCollector()
-        summary = summarize(
-            config,
-            calls.calls,
-            control.events,
-            swarm_started=started,
-            swarm_ended=ended,
-            versions=dict(cluster.versions) if cluster else {},
-            locust_report=[e.to_dict() for e in runner.stats.entries.values()],
-            per_replica=per_replica(REPLICA_COUNTS.by_replica()),
-        )
-        if html_path is not None:
-            write_html_report(env, html_path)
-        summary["target"] = target
-        if fault:  # the run's scenario is the fault injected on cue
-            summary["scenario"] = fault
-        summary["workers"] = len(ids)
-        summary["per_worker"] = calls.completed_by_worker(ids)
-        return summary
-    return None
+def _web_ui(swarm: _Swarm, port: int, stack: contextlib.ExitStack) -> Any:
+    """Locust's web UI with the lab's tab, not yet serving; stopped when the swarm ends."""
+    web_ui = swarm.env.create_web_ui("127.0.0.1", port, delayed_start=True)
+    lab_tab.install(web_ui, swarm.control)
+    stack.callback(web_ui.stop)
+    return web_ui
+
+
+def _connect_workers(
+    swarm: _Swarm, config: LoadTestConfig, plan: SwarmPlan, work: Path, stack: contextlib.ExitStack
+) -> None:
+    """Start the local workers and wait until every expected worker has connected; each
+    is stopped, and told to quit, when the swarm ends."""
+    procs = start_workers(config, plan.workers, "127.0.0.1", plan.master_port, work)
+    stack.callback(stop_workers, procs)
+    stack.callback(swarm.runner.quit)
+    # First at the end: before the master quits.
+    stack.callback(_quit_stopped_workers, swarm.runner, swarm.worker_ids)
+    wait_for_workers(swarm.runner, plan.workers + plan.expect_workers, procs)
+    runner = swarm.runner
+    swarm.worker_ids += (
+        list(runner.clients.keys()) if isinstance(runner, MasterRunner) else [LOCAL_WORKER]
+    )
+
+
+def _run_headless(
+    swarm: _Swarm, config: LoadTestConfig, plan: SwarmPlan, stop: Event, say: Any
+) -> dict[str, Any]:
+    """Start the users, inject the fault on cue, stop after the duration; the summary."""
+    runner = swarm.runner
+    started = time.time()
+    runner.start(config.users, config.spawn_rate)
+    if plan.fault:
+        gevent.spawn_later(config.fault_at_s, _inject_on_cue, swarm.control, plan.fault, say)
+    say(f"swarm: {config.users} users for {config.duration_s:g} s")
+    stop.wait(config.duration_s)
+    runner.stop()
+    _wait_stopped(runner, swarm.env.stop_timeout + 30)
+    ended = time.time()
+    await_worker_reports(runner, swarm.worker_ids)
+    calls = getattr(swarm.env, "call_collector", None) or CallCollector()
+    summary = summarize(
+        config,
+        calls.calls,
+        swarm.control.events,
+        swarm_started=started,
+        swarm_ended=ended,
+        versions=dict(swarm.cluster.versions) if swarm.cluster else {},
+        locust_report=[e.to_dict() for e in runner.stats.entries.values()],
+        per_replica=per_replica(REPLICA_COUNTS.by_replica()),
+    )
+    if plan.html_path is not None:
+        write_html_report(swarm.env, plan.html_path)
+    summary["target"] = plan.target
+    if plan.fault:  # the run's scenario is the fault injected on cue
+        summary["scenario"] = plan.fault
+    summary["workers"] = len(swarm.worker_ids)
+    summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)
+    return summary
 
 
 def _inject_on_cue(control: ClusterControl | TargetControl, fault: str, say: Any) -> None:

@@ -1,0 +1,69 @@
+"""How a swarm runs: where its users run, how its master listens, its web UI or its
+headless run, and what it drives.
+
+Kept apart from `loadtest.swarm.runner`, which loads Locust (and with it gevent's patching
+of the standard library), so that the command line can offer these options without
+loading Locust. Each field is one option of `python -m loadtest swarm`, stated once
+(`server.flags.setting`); the run's own settings (users, duration, fault time ...) are
+the fields of `LoadTestConfig`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from loadtest.config import FAULTS
+from server.flags import setting
+
+#: Locust's own port for workers to reach their master.
+LOCUST_MASTER_PORT = 5557
+
+
+@dataclass(frozen=True)
+class SwarmPlan:
+    """How one swarm runs, beside the run's configuration."""
+
+    workers: int = setting(
+        1, help="local Locust worker processes running the users; 0 runs them in this process"
+    )
+    expect_workers: int = setting(
+        0, help="workers from other machines (--join) to wait for before starting"
+    )
+    master_bind: str = setting(
+        "127.0.0.1",
+        help="interface the master listens on for workers (0.0.0.0 for other machines)",
+    )
+    master_port: int = setting(LOCUST_MASTER_PORT, help="port the master listens on for workers")
+    join: str | None = setting(
+        None,
+        metavar="HOST[:PORT]",
+        help="run only --workers workers, for the master at HOST:PORT",
+    )
+    target: str | None = setting(
+        None,
+        metavar="URL",
+        help="drive this MCP endpoint (e.g. http://host:8000/mcp) instead of a cluster of the "
+        "lab's own; faults then come from its operator",
+    )
+    headless: bool = setting(
+        False, help="no web UI: run --users for --duration seconds, then summarise"
+    )
+    web_port: int = setting(8089, help="port of Locust's web UI on 127.0.0.1")
+    fault: str | None = setting(
+        None,
+        choices=FAULTS,
+        help="a headless run injects this fault into the lab's cluster at --fault-at",
+    )
+    start_users: bool = setting(
+        False,
+        help="with the web UI, start the users at once rather than wait for its start form; "
+        "no flag of its own: set when --users is given",
+        cli=False,
+    )
+    html_path: Path | None = setting(
+        None,
+        help="where a headless run keeps Locust's HTML report; no flag of its own: beside "
+        "the summary (--json)",
+        cli=False,
+    )
