@@ -17,7 +17,6 @@ import pytest
 
 from server.harness.process import ServerProcess
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
-from tests.server.probes import wait_for
 from tests.server.test_bad_input import META, VERSION
 
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
@@ -106,16 +105,18 @@ def healthz_status(replica: ServerProcess) -> int:
     return httpx.get(f"{replica.base_url}/healthz", timeout=10).status_code
 
 
-def test_slow_bodies_beyond_the_connection_cap_are_released(replica: ServerProcess) -> None:
-    sockets = [connect(replica.port) for _ in range(45)]
+def test_slow_bodies_holding_every_connection_are_released(replica: ServerProcess) -> None:
+    # One short of the cap (40): the next connection, a health check's, finds it full.
+    sockets: list[socket.socket] = []
     try:
-        for sock in sockets:
-            sock.sendall(head(100) + b"{")
-        # The attack holds the replica for now (as soon as it has accepted every socket).
-        wait_for(lambda: healthz_status(replica) == 503, timeout_s=0.8)
-        time.sleep(1.5)  # the body timeout
+        for _ in range(39):
+            sockets.append(connect(replica.port))
+            sockets[-1].sendall(head(100) + b"{")
+        time.sleep(0.2)  # every head read: the replica holds 39 requests waiting for bodies
+        assert healthz_status(replica) == 503
+        time.sleep(1.2)  # the body timeout
         assert healthz_status(replica) == 200
-        assert all(answer_and_close(sock).startswith(b"HTTP/1.1 408") for sock in sockets[:5])
+        assert all(answer_and_close(sock).startswith(b"HTTP/1.1 408") for sock in sockets)
     finally:
         for sock in sockets:
             sock.close()
