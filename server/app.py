@@ -133,6 +133,7 @@ class McpServer:
             self.task_store,
             self.task_worker,
             result_wait_s=config.task_result_wait_s,
+            max_result_waits_per_principal=config.max_task_result_waits_per_principal,
             list_page_size=config.task_list_page_size,
             anonymous=ANONYMOUS,
         )

@@ -292,6 +292,14 @@ class ServerConfig:
         help="the body rate that earns a slow upload more time (see --body-timeout-s)",
         metavar="N",
     )
+    # Sized for a client that polls a handful of tasks: each wait holds a request in flight.
+    max_task_result_waits_per_principal: int = setting(
+        4,
+        help="seed tasks/result calls one principal may have waiting on working tasks at once "
+        "on this replica; beyond it tasks/result answers at once (still working: poll "
+        "tasks/get); 0: no limit",
+        metavar="N",
+    )
     # Off by default for the held calls, sessions and tasks alike: every anonymous caller
     # is one principal, and the load test's swarm is anonymous.
     max_held_calls_per_principal: int = setting(
@@ -363,6 +371,7 @@ class ServerConfig:
             self.max_held_calls_per_principal,
             self.max_sessions_per_principal,
             self.max_tasks_per_principal,
+            self.max_task_result_waits_per_principal,
         )
         if min(limits) < 0:
             raise ConfigError("per-principal limits must be >= 0 (0: no limit)")

@@ -27,7 +27,6 @@ task. Tasks belong to the principal that created them: to anyone else they do no
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from typing import Any
@@ -37,6 +36,7 @@ from server.core.store import StoreUnavailable
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.inputs import answers, input_responses
 from server.protocol.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
+from server.tasks.result_wait import ResultWaits
 from server.tasks.shapes import (
     EXTENSION,
     SEED,
@@ -79,12 +79,16 @@ class TaskMethods:
         worker: TaskWorker,
         *,
         result_wait_s: float,
+        max_result_waits_per_principal: int = 0,
         list_page_size: int = 50,
         anonymous: str | None = None,
     ) -> None:
         self.store = store
         self.worker = worker
         self.result_wait_s = result_wait_s
+        self.result_waits = ResultWaits(
+            wait_s=result_wait_s, max_per_principal=max_result_waits_per_principal
+        )
         self.list_page_size = list_page_size
         #: The principal of callers without a token. They all share it, so their tasks are
         #: never listed: each is reachable only by its unguessable id.
@@ -155,15 +159,15 @@ class TaskMethods:
     async def result(self, call: Call) -> dict[str, Any]:
         """`tasks/result`: the open questions (input_required) or the final result.
 
-        On a task still working, waits (up to `result_wait_s`) for it to need input or end,
-        as the v1 method blocks; the replica asks the store, not a coroutine it holds.
+        On a task still working, waits for it to need input or end, as the v1 method
+        blocks, within the bounds of `server.tasks.result_wait`; the replica asks the
+        store, not a coroutine it holds.
         """
         self._seed_only(call)
-        record = await self._find(call, call.message.params.get("taskId"))
-        deadline = asyncio.get_running_loop().time() + self.result_wait_s
-        while record.status == WORKING and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(record.poll_interval_ms / 1000)
-            record = await self._find(call, record.task_id)
+        found = await self._find(call, call.message.params.get("taskId"))
+        record = await self.result_waits.settled(
+            call, found, lambda: self._find(call, found.task_id)
+        )
         meta = related_task(record.task_id)
         if record.status == INPUT_REQUIRED:
             return {
@@ -181,8 +185,7 @@ class TaskMethods:
         if record.status == CANCELLED:
             raise invalid_params(f"Task {record.task_id} was cancelled", {"taskId": record.task_id})
         raise invalid_params(
-            f"Task {record.task_id} is still working after {self.result_wait_s:g} s: "
-            "poll tasks/get, then call tasks/result",
+            f"Task {record.task_id} is still working: poll tasks/get, then call tasks/result",
             {"taskId": record.task_id, "status": record.status},
         )
 
