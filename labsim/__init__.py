@@ -2,46 +2,45 @@
 
 SSE + shared store, a sticky load balancer, and Multi Round-Trip Requests
 (MRTR) run the same workload on the same cluster, so the differences in
-latency, memory held, failures and cost are the architectures'. The models are
-checked against queueing theory (`labsim.validation`).
+latency, memory held, failures and cost are the architectures'. The package
+has two rooms: the model (`labsim.model`: parameters, workload, cluster,
+balancers, stores, faults, autoscaler, the architectures and the simulation)
+and the study built on it (`labsim.study`: scenarios, experiments and sweeps,
+capacity planning, validation against queueing theory, benchmark, plots).
 
     >>> import labsim
-    >>> params = labsim.scenarios.build("crash", replicas=8)
+    >>> from labsim.study import scenarios
+    >>> params = scenarios.build("crash", replicas=8)
     >>> result = labsim.simulate(params, "mrtr", seed=1)
     >>> result.summary["lost"]
     0
 
-The public API:
+The public API here is the model's:
 
 - `simulate(params, architecture, seed) -> RunResult` with `.calls`,
   `.timeline`, `.events` (DataFrames) and `.summary` (dict);
-- `compare(scenario, replications, ...) -> DataFrame` and `sweep(...)`;
-- `persistent_sweep.share_sweep(...)`: the share of calls to persistent tools (tasks)
-  from 0 to 100%, and `persistent_sweep.advantage` of MRTR at each share;
-- `scenarios.build(name, **overrides) -> SimParams`;
-- the parameter dataclasses, `ParameterError`, and `ARCHITECTURES`.
+- the parameter dataclasses, the faults, the autoscaler, `ParameterError`, and
+  `ARCHITECTURES`.
+
+The study is imported from `labsim.study`: `compare(scenario, replications, ...)`,
+`sweep(...)` and `replicate(...)` return tidy DataFrames; `scenarios.build(name,
+**overrides) -> SimParams`; `persistent_sweep.share_sweep(...)` sweeps the share of
+calls to persistent tools (tasks) from 0 to 100%, and `persistent_sweep.advantage` gives
+MRTR's at each share. Importing `labsim` loads none of the study.
 """
 
-from labsim import persistent_sweep, scenarios
-from labsim.experiments import compare, replicate, sweep
-from labsim.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
-from labsim.metrics import RunResult, littles_law
-from labsim.params import (
-    ClientParams,
-    ClusterParams,
-    CostParams,
-    ParameterError,
-    ServiceTime,
-    SimParams,
-    StateParams,
-    StoreParams,
-    TaskParams,
-    WorkloadParams,
-)
-from labsim.simulation import ARCHITECTURES, simulate
+from labsim.model.autoscale import Autoscaler
+from labsim.model.checks import ParameterError
+from labsim.model.demand import ClientParams, ServiceTime, WorkloadParams
+from labsim.model.deployment import ClusterParams, CostParams, StateParams, StoreParams, TaskParams
+from labsim.model.faults import LoadSpike, ReplicaCrash, RollingUpgrade, StoreOutage
+from labsim.model.metrics import RunResult, littles_law
+from labsim.model.params import SimParams
+from labsim.model.simulation import ARCHITECTURES, simulate
 
 __all__ = [
     "ARCHITECTURES",
+    "Autoscaler",
     "ClientParams",
     "ClusterParams",
     "CostParams",
@@ -57,11 +56,6 @@ __all__ = [
     "StoreParams",
     "TaskParams",
     "WorkloadParams",
-    "compare",
     "littles_law",
-    "persistent_sweep",
-    "replicate",
-    "scenarios",
     "simulate",
-    "sweep",
 ]

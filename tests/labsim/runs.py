@@ -11,7 +11,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from labsim import RunResult, littles_law, scenarios, simulate
+from labsim import RunResult, littles_law, simulate
+from labsim.study import scenarios
 
 # Edge effects of a finite window (calls straddling its ends) stay well inside this.
 LITTLES_LAW_TOLERANCE = 0.08

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from labsim import ARCHITECTURES, SimParams, scenarios, simulate
-from labsim.tools import TOOLS
+from labsim import ARCHITECTURES, SimParams, simulate
+from labsim.model.tools import TOOLS
+from labsim.study import scenarios
 from tests.labsim.runs import assert_littles_law, run
 
 

@@ -7,10 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from labsim import ParameterError, scenarios
-from labsim.autoscale import Autoscaler, diurnal_profile
-from labsim.cost import replica_hour_usd
-from labsim.workload import assign_sessions
+from labsim import ParameterError, ReplicaCrash
+from labsim.model.autoscale import Autoscaler, diurnal_profile
+from labsim.model.cost import replica_hour_usd
+from labsim.model.workload import assign_sessions
+from labsim.study import scenarios
 from tests.labsim.runs import run
 
 
@@ -126,11 +127,23 @@ def test_a_diurnal_profile_rises_and_falls_and_bad_scalers_are_rejected() -> Non
         scenarios.build("autoscale", replicas=50)
 
 
+def test_the_autoscaler_has_a_slot_of_its_own_and_takes_overrides_by_field() -> None:
+    params = scenarios.build("autoscale", target=0.6, scale_in_cooldown_s=120.0)
+    assert params.faults == ()
+    assert params.autoscaler == Autoscaler(target=0.6, scale_in_cooldown_s=120.0)
+    # A field both a fault and the scaler have goes to each.
+    both = params.with_overrides(faults=(ReplicaCrash(),)).with_overrides(at_s=60.0)
+    assert both.faults == (ReplicaCrash(at_s=60.0),)
+    assert both.autoscaler is not None and both.autoscaler.at_s == 60.0
+    with pytest.raises(ParameterError, match="unknown parameter 'target'"):
+        scenarios.build("steady", target=0.6)
+
+
 def test_scaling_on_requests_in_flight_counts_held_streams_as_load() -> None:
     # A held SSE stream is a request in flight for the whole think time: the sticky fleet
     # grows for users who are thinking, MRTR's only for work.
-    in_flight = (Autoscaler(metric="in-flight", target=20.0),)
-    sticky = run("autoscale", "sticky", faults=in_flight).summary
-    mrtr = run("autoscale", "mrtr", faults=in_flight).summary
+    in_flight = Autoscaler(metric="in-flight", target=20.0)
+    sticky = run("autoscale", "sticky", autoscaler=in_flight).summary
+    mrtr = run("autoscale", "mrtr", autoscaler=in_flight).summary
     assert sticky["replica_hours"] > 3 * mrtr["replica_hours"]
     assert sticky["fleet_utilization"] < mrtr["fleet_utilization"] / 3

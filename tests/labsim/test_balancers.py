@@ -11,10 +11,10 @@ import simpy
 from scipy import stats
 
 from labsim import ClusterParams, ParameterError
-from labsim.architecture import Session
-from labsim.balancers import make_balancer
-from labsim.cluster import Cluster, Replica, ReplicaState
-from labsim.metrics import Recorder
+from labsim.model.balancers import make_balancer
+from labsim.model.call import Session
+from labsim.model.cluster import Cluster, Replica, ReplicaState
+from labsim.model.metrics import Recorder
 
 
 def replicas(*connections: int) -> list[Replica]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from labsim.benchmark import bare_loop, events_scheduled, report, spread
-from labsim.capacity import PlanRequest
-from labsim.params import SimParams
-from labsim.simulation import Simulation
+from labsim.cli.bench import plan_timing
+from labsim.model.params import SimParams
+from labsim.model.simulation import Simulation
+from labsim.study.benchmark import bare_loop, events_scheduled, report, spread
+from labsim.study.plan_request import PlanRequest
 
 
 @pytest.mark.parametrize(("total", "parts"), [(0, 3), (7, 3), (42008, 28831), (5, 9)])
@@ -37,6 +38,10 @@ def test_bare_loop_schedules_the_events_of_the_same_queueing(rtt_s: float) -> No
 
 
 def test_report_prints_every_model_and_the_time_plan_takes() -> None:
+    printed = report(90.0, 2, 0)
+    for architecture in ("sse-store", "sticky", "mrtr"):
+        assert architecture in printed
+    assert "slowdown_min" in printed and "slowdown_max" in printed
     request = PlanRequest(
         rate_per_s=2.0,
         think_median_s=10.0,
@@ -46,8 +51,4 @@ def test_report_prints_every_model_and_the_time_plan_takes() -> None:
         replications=1,
         measure_s=30.0,
     )
-    printed = report(90.0, 2, 0, request)
-    for architecture in ("sse-store", "sticky", "mrtr"):
-        assert architecture in printed
-    assert "slowdown_min" in printed and "slowdown_max" in printed
-    assert "labsim plan, default settings, every core:" in printed
+    assert plan_timing(request).startswith("labsim plan, default settings, every core:")

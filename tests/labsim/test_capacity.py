@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from labsim.capacity import BINDINGS, Evaluation, PlanRequest, monthly_cost, plan
-from labsim.params import ParameterError, SimParams
+from labsim.model.checks import ParameterError
+from labsim.model.params import SimParams
+from labsim.study.capacity import BINDINGS, Evaluation, monthly_cost, plan
+from labsim.study.plan_request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import subprocess
@@ -10,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from labsim import __main__ as cli
-from labsim import validation
+from labsim.cli import main as cli
+from labsim.cli import plan as plan_command
+from labsim.study import validation
+from labsim.study.plan_request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,3 +136,73 @@ def test_scenarios_are_listed() -> None:
         "persistent-store-outage",
         "autoscale",
     ]
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    """Each sub-command of `python -m labsim` and its parser."""
+    commands = next(
+        action for action in cli.parser()._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    return dict(commands.choices)
+
+
+@pytest.mark.parametrize("command", sorted(_commands()))
+def test_every_option_has_help_and_the_help_shows_its_default(command: str) -> None:
+    parser = _commands()[command]
+    text = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        assert action.help, f"{command} {action.option_strings[0]} has no help"
+        shows_value = action.default not in (None, [], False, True)
+        if shows_value:
+            assert f"(default: {action.default})" in text, (command, action.option_strings)
+
+
+def test_the_plan_flags_and_the_request_fields_are_one_another() -> None:
+    fields = {field.name for field in dataclasses.fields(PlanRequest)}
+    set_by_flags = {name for names in plan_command.request_flags().values() for name in names}
+    assert set_by_flags == fields
+    planning = _commands()["plan"]
+    flags = {action.dest for action in planning._actions if action.option_strings} - {"help"}
+    request_dests = {
+        flag.removeprefix("--").replace("-", "_") for flag in plan_command.request_flags()
+    }
+    # A flag sets a field of the request, or is one of the documented command-only options.
+    assert flags - request_dests == set(plan_command.COMMAND_ONLY)
+    # Today's flag names are kept.
+    for flag in ("--rate", "--never-answer", "--slo-completed", "--vcpus", "--target-cpu"):
+        assert flag in plan_command.request_flags()
+
+
+def test_plan_with_no_flags_asks_the_default_request_and_each_flag_sets_its_field() -> None:
+    planning = cli.parser()
+    default = plan_command.request_from(planning.parse_args(["plan"]))
+    assert default == PlanRequest()
+    changed = {
+        "--rate": ("7.5", "rate_per_s", 7.5),
+        "--think-median-s": ("30", "think_median_s", 30.0),
+        "--connection-limit": ("64", "connection_limit", 64),
+        "--never-answer": ("0.1", "never_answer_fraction", 0.1),
+        "--max-replicas": ("40", "max_replicas", 40),
+        "--base-memory-bytes": ("60000000", "base_memory_bytes", 60_000_000),
+    }
+    for flag, (text, name, value) in changed.items():
+        request = plan_command.request_from(planning.parse_args(["plan", flag, text]))
+        assert request == dataclasses.replace(default, **{name: value}), flag
+    mixed = plan_command.request_from(
+        planning.parse_args(["plan", "--tool-mix", "get_weather=0.25,crunch=0.75"])
+    )
+    assert (mixed.tools, mixed.tool_mix) == (("get_weather", "crunch"), (0.25, 0.75))
+
+
+def test_importing_labsim_loads_the_model_and_none_of_the_study() -> None:
+    code = (
+        "import sys, labsim\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith('labsim.study'))))\n"
+        "print('labsim.model.simulation' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.splitlines() == ["", "True"]

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from labsim import simulate
-from labsim.faults import RollingUpgrade
-from labsim.params import SimParams
+from labsim.model.faults import RollingUpgrade
+from labsim.model.params import SimParams
 
 
 def upgrade_summary(on_answer: bool) -> dict:

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from labsim import ARCHITECTURES, ParameterError, SimParams, compare, replicate, sweep
-from labsim.cost import Usage, bill, replica_hour_usd
-from labsim.experiments import batch_means_interval, confidence_interval, replication_seeds
+from labsim import ARCHITECTURES, ParameterError, SimParams
+from labsim.model.cost import Usage, bill, replica_hour_usd
+from labsim.study import compare, replicate, sweep
+from labsim.study.experiments import batch_means_interval, confidence_interval, replication_seeds
 
 SHORT = {"horizon_s": 400.0, "warmup_s": 100.0}
 

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labsim import ARCHITECTURES, LoadSpike, ReplicaCrash, RollingUpgrade, SimParams, simulate
-from labsim.params import BALANCER_POLICIES, SHED_POLICIES
+from labsim.model.deployment import BALANCER_POLICIES, SHED_POLICIES
 from tests.labsim.runs import assert_littles_law
 
 deployments = st.builds(

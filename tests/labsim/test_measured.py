@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from labsim import measured
-from labsim.__main__ import _overrides
-from labsim.capacity import PlanRequest
-from labsim.params import ParameterError, SimParams
+from labsim.cli.options import overrides
+from labsim.model import measured
+from labsim.model.checks import ParameterError
+from labsim.model.params import SimParams
+from labsim.study.plan_request import PlanRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,7 +38,8 @@ def test_the_defaults_are_the_shipped_measurement() -> None:
 
 
 def test_the_defaults_cite_the_file_and_the_docs_list_every_measured_value() -> None:
-    source = (ROOT / "labsim" / "params.py").read_text()
+    model = ROOT / "labsim" / "model"
+    source = (model / "demand.py").read_text() + (model / "deployment.py").read_text()
     model = (ROOT / "docs" / "model.md").read_text()
     assert "python -m loadtest measure" in model
     for name in measured.MEASURED_FIELDS:
@@ -56,7 +58,7 @@ def test_another_file_changes_the_parameters(tmp_path: Path) -> None:
     assert params.cluster.held_call_bytes == 100_000
     assert params.cluster.network_rtt_s == 0.0
     # --set wins over the file.
-    assert _overrides(["held_call_bytes=5"], str(path))["held_call_bytes"] == 5
+    assert overrides(["held_call_bytes=5"], str(path))["held_call_bytes"] == 5
 
 
 @pytest.mark.parametrize(

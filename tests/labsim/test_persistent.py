@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from matplotlib import pyplot as plt
 
-from labsim import ARCHITECTURES, TaskParams, plots, scenarios
-from labsim.params import ClientParams, ParameterError
-from labsim.persistent_sweep import advantage, share_sweep
+from labsim import ARCHITECTURES, TaskParams
+from labsim.model.checks import ParameterError
+from labsim.model.demand import ClientParams
+from labsim.study import plots, scenarios
+from labsim.study.persistent_sweep import advantage, share_sweep
 from tests.labsim.runs import run
 
 
@@ -208,7 +210,8 @@ def test_task_sizes_are_the_servers() -> None:
     with pytest.warns(UserWarning):
         app = create_app(ServerConfig(task_poll_interval_ms=20))
     confirm = Handlers(elicit=lambda params: accept(confirm=True))
-    with TestClient(app, base_url="http://127.0.0.1") as http:
+    # A replica on the public development keys serves this machine only: call from loopback.
+    with TestClient(app, base_url="http://127.0.0.1", client=("127.0.0.1", 50000)) as http:
         client = MrtrClient("http://127.0.0.1/mcp", http=http, handlers=confirm)
         flow = client.call_tool_as_task(
             "provision_vm", {"name": "vm-1", "seconds": 0.1}, wire="extension", timeout_s=20

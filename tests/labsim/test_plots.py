@@ -9,8 +9,9 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.colors import to_hex
 
-from labsim import ARCHITECTURES, plots
-from labsim.experiments import summarize_runs
+from labsim import ARCHITECTURES
+from labsim.study import plots
+from labsim.study.experiments import summarize_runs
 from tests.labsim.runs import run
 
 
@@ -88,7 +89,7 @@ def test_timeline_keeps_the_coinciding_legacy_lines_apart() -> None:
 
 
 def tidy_sweep() -> pd.DataFrame:
-    """Means by architecture, arrival rate and metric, as `labsim.sweep` returns them."""
+    """Means by architecture, arrival rate and metric, as `labsim.study.sweep` returns them."""
     rows = [
         {
             "arrival_rate_per_s": rate,

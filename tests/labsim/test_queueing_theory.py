@@ -1,4 +1,4 @@
-"""The closed forms in labsim.theory, against each other and against first principles."""
+"""The closed forms in labsim.study.theory, against each other and against first principles."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from labsim import ParameterError, theory
+from labsim import ParameterError
+from labsim.study import theory
 
 
 def erlang_b_from_the_definition(servers: int, load: float) -> float:

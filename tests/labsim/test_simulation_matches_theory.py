@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from labsim import theory
-from labsim.validation import (
+from labsim.study import theory
+from labsim.study.validation import (
     Case,
     Verdict,
     littles_law_case,

@@ -2,7 +2,7 @@
 
 labsim does not import the server; this test imports both, runs each demo tool
 on an in-process server of each tool version, and compares the questions of
-every `input_required` round with `labsim.tools`.
+every `input_required` round with `labsim.model.tools`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from labsim.tools import CATALOGUE, TOOLS
+from labsim.model.tools import CATALOGUE, TOOLS
 from server.app import create_app
 from server.client import MrtrClient
 from tests.server.conftest import make_config, user_answers

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from labsim import ParameterError, ServiceTime, WorkloadParams
-from labsim.workload import arrival_times, draw_workload, sample_service_times
+from labsim.model.workload import arrival_times, draw_workload, sample_service_times
 
 
 def test_arrivals_form_a_poisson_process_at_the_requested_rate() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from labsim.measured import MEASURED_FIELDS
+from labsim.model.measured import MEASURED_FIELDS
 from loadtest.harness.haproxy import HAProxy
 from loadtest.probes.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
 

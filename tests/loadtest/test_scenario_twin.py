@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-import labsim
+from labsim import study
 from loadtest.config import LoadTestConfig
 from loadtest.swarm.scenario_twin import (
     UNMEASURED_ROUND_S,
@@ -82,8 +82,8 @@ def test_sessions_pinned_by_the_cookie_are_what_a_sticky_drain_cuts() -> None:
     inputs = twin_inputs(config, run_summary([40.0] * 400, started=420))
     params = twin_params(config, inputs)
     assert params.workload.session_s == config.duration_s
-    per_user = labsim.replicate(params, "sticky", replications=3, seed=1, processes=1)
-    per_call = labsim.replicate(
+    per_user = study.replicate(params, "sticky", replications=3, seed=1, processes=1)
+    per_call = study.replicate(
         params.with_overrides(calls_per_session=1.0), "sticky", replications=3, seed=1, processes=1
     )
     # A user's calls keep arriving at its draining replica, so the drain times out and cuts.

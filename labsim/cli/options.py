@@ -1,0 +1,75 @@
+"""What the commands share: a parser that fails in one line, help that shows the defaults,
+and parameter overrides from a measured file and `--set NAME=VALUE`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from labsim.model import measured
+from labsim.model.checks import ParameterError
+
+PARAMS_HELP = "measured parameter file (default: labsim/measured.json)"
+SET_HELP = "override a parameter by field name, e.g. replicas=8 (repeatable)"
+PROCESSES_HELP = "worker processes for the runs (default: every core)"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+class HelpWithDefaults(argparse.HelpFormatter):
+    """Each option's help ends with its default, when it has one worth showing.
+
+    A default of None means the help says what happens instead (`--processes`: every
+    core); a switch's default is its absence.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        shown = (
+            action.option_strings
+            and "default" not in text
+            and default not in (None, argparse.SUPPRESS)
+            and not isinstance(default, bool)
+            and default != []
+        )
+        return f"{text} (default: %(default)s)" if shown else text
+
+
+def add_command(
+    commands: argparse._SubParsersAction, name: str, help: str
+) -> argparse.ArgumentParser:
+    """A sub-command whose --help shows every option's default."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=help, description=help, formatter_class=HelpWithDefaults
+    )
+    return parser
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value as an int, else a float, else the text itself."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def overrides(pairs: Sequence[str], params_file: str | None = None) -> dict[str, Any]:
+    """Measured values from `params_file` (if any), then each `--set name=value` on top."""
+    found: dict[str, Any] = {}
+    if params_file:
+        found.update(measured.load(params_file).overrides())
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise ParameterError(f"--set expects name=value, got {pair!r}")
+        found[name.strip()] = parse_value(value.strip())
+    return found

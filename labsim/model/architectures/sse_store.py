@@ -1,0 +1,49 @@
+"""SSE + shared store: the answer lands on any replica and crosses a store to the waiting one.
+
+The load balancer is plain (round-robin by default), so the user's answer POST
+reaches whichever replica it picks. That replica parses it and publishes it
+to the store; the store delivers it to the replica holding the call, which
+subscribed before asking. The store is one more thing to pay for and one more
+thing that fails: while it is down no answer gets through, and every call
+waiting on a user fails, while calls that ask nothing carry on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+import simpy
+
+from labsim.model.architectures.legacy import CallFailed, HeldStream
+
+if TYPE_CHECKING:
+    from labsim.model.call import Call
+    from labsim.model.cluster import Replica
+
+
+class SseStore(HeldStream):
+    """Legacy elicitation with the answer relayed through a shared store (Redis)."""
+
+    name = "sse-store"
+    uses_store = True
+
+    def before_asking(self, call: Call) -> simpy.Event | None:
+        """Subscribe to the call's answer channel before sending the question."""
+        call.store_ops += 1
+        return self.store.subscribe()
+
+    def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
+        """The answer POST goes where the balancer sends it, then through the store."""
+        receiver = self.take(call) or (yield from self.retry_until_taken(call))
+        if receiver is None:
+            raise CallFailed
+        receiver.connect()
+        try:
+            yield from self.execute(call, receiver, self.overhead_s, False)
+        finally:
+            receiver.disconnect()
+        # PUBLISH, then the holder's UNSUBSCRIBE once the answer is in.
+        call.store_ops += self.store.params.ops_per_answer - 1
+        yield from self.store.publish()
+        return 0.0

@@ -1,0 +1,122 @@
+"""Who calls the tools and how: arrivals, the tool mix, server CPU, think time, the client.
+
+`WorkloadParams` says what the users ask for and how long they think; `ServiceTime`
+how long a worker is busy with one round; `ClientParams` what the MCP client does
+when something goes wrong. Each default carries its source in a comment (a measurement
+of the lab's own server in `labsim/measured.json`, a documented product default, or a
+stated assumption); `docs/model.md` lists them all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from labsim.model.checks import check_fraction, check_numbers, require
+from labsim.model.tools import TOOLS
+
+SERVICE_TIME_KINDS = ("exponential", "deterministic", "lognormal")
+
+
+@dataclass(frozen=True)
+class ServiceTime:
+    """How long a worker is busy with one request: a distribution with a mean.
+
+    A barber's haircut takes twenty minutes on average, sometimes ten, sometimes
+    forty. `exponential` is the memoryless case queueing theory assumes,
+    `deterministic` the opposite extreme, `lognormal` what measured service
+    times usually look like (its spread set by the coefficient of variation).
+    """
+
+    mean_s: float = 0.050  # assumption: a tool that parses, validates and calls an API client
+    kind: str = "exponential"  # M/M/c, where queueing theory has closed forms
+    cv: float = 1.0  # lognormal spread (std / mean); the exponential's own value
+
+    def __post_init__(self) -> None:
+        check_numbers(self, "mean_s")
+        check_numbers(self, "cv", positive=True)
+        require(
+            self.kind in SERVICE_TIME_KINDS,
+            f"service time kind must be one of {', '.join(SERVICE_TIME_KINDS)}, got {self.kind!r}",
+        )
+
+
+@dataclass(frozen=True)
+class WorkloadParams:
+    """Who calls the tools: arrivals, the tool mix, server CPU and the users' think time.
+
+    Calls arrive as a Poisson process (optionally with piecewise-constant rate
+    multipliers). A call is to a tool that asks the user 0, 1 or 2 questions;
+    each round of server work costs a request overhead plus the tool's own CPU.
+    A user thinks for a lognormal time before answering; some never answer.
+    """
+
+    arrival_rate_per_s: float = 8.0  # assumption: a small deployment, quick to sweep
+    rate_profile: tuple[tuple[float, float], ...] = ()  # (start_s, multiplier) pieces; () = flat
+    # The simulated demo tools (`labsim.model.tools`) and the share of calls to each: none asks,
+    # one asks one question, one asks two in one round (assumption).
+    tools: tuple[str, ...] = ("crunch", "get_weather", "link_accounts")
+    tool_mix: tuple[float, ...] = (0.5, 0.3, 0.2)  # assumption: share of calls per tool
+    round_cpu: ServiceTime = field(default_factory=ServiceTime)  # calibrated from the live swarm
+    request_overhead_s: float = 0.000186  # measured.json: replica CPU per round (fitted)
+    think_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
+    think_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes
+    think_scale: float = 1.0  # multiplier for sweeps; 0 = users answer instantly
+    never_answer_fraction: float = 0.05  # docs/model.md: assumption (the seed: maybe never)
+    calls_per_session: float = 1.0  # assumption: each call its own session unless a scenario says
+    session_s: float = 1800.0  # assumption: a session's calls spread over half an hour
+    request_bytes: int = 445  # measured.json: mean JSON-RPC request body per round
+    response_bytes: int = 322  # measured.json: mean JSON-RPC response body per round
+
+    def __post_init__(self) -> None:
+        check_numbers(
+            self, "arrival_rate_per_s", "think_median_s", "think_sigma", "session_s", positive=True
+        )
+        require(self.calls_per_session >= 1, "calls_per_session must be >= 1")
+        check_numbers(self, "request_overhead_s", "think_scale", "request_bytes", "response_bytes")
+        check_fraction(self, "never_answer_fraction")
+        require(
+            isinstance(self.round_cpu, ServiceTime),
+            f"round_cpu must be a ServiceTime, got {self.round_cpu!r}",
+        )
+        unknown = [name for name in self.tools if name not in TOOLS]
+        require(not unknown, f"unknown tools {unknown!r}; choose from {', '.join(TOOLS)}")
+        require(
+            len(self.tool_mix) == len(self.tools)
+            and all(share >= 0 for share in self.tool_mix)
+            and math.isclose(sum(self.tool_mix), 1.0),
+            f"tool_mix must be one share >= 0 per tool ({len(self.tools)}) summing to 1, "
+            f"got {self.tool_mix!r}",
+        )
+        starts = [start for start, _ in self.rate_profile]
+        require(
+            starts == sorted(starts) and all(s >= 0 and m >= 0 for s, m in self.rate_profile),
+            "rate_profile must be (start_s, multiplier) pairs, sorted, all >= 0",
+        )
+
+
+@dataclass(frozen=True)
+class ClientParams:
+    """What the MCP client does when things go wrong: time-outs, retries, restarts."""
+
+    answer_timeout_s: float = 300.0  # assumption: a question unanswered for 5 minutes is dropped
+    retry_backoff_s: float = 1.0  # assumption: first retry after 1 s, then doubling with jitter
+    max_retries: int = 4  # assumption: a client gives up after 4 retried requests
+    max_call_restarts: int = 2  # assumption: an agent re-runs a broken tool call twice
+    reconnect_delay_s: float = 0.5  # assumption: noticing a dropped stream and reconnecting
+    offload_retry_delay_s: float = 0.0  # docs/model.md: a state-only result is retried at once
+    # Legacy: when a client learns that a held call was cut while its user thinks. False
+    # (assumption): it watches the stream and restarts at once; True: only when the answer
+    # POST is refused, after the user has answered (the load test's client does this).
+    cut_noticed_on_answer: bool = False
+
+    def __post_init__(self) -> None:
+        check_numbers(self, "answer_timeout_s", positive=True)
+        check_numbers(
+            self,
+            "retry_backoff_s",
+            "max_retries",
+            "max_call_restarts",
+            "reconnect_delay_s",
+            "offload_retry_delay_s",
+        )
