@@ -26,6 +26,7 @@ from server.config import ServerConfig
 from server.core.call import Call, Method
 from server.core.catalog import Catalog
 from server.core.context import Replica
+from server.core.cpu_pool import CpuPool
 from server.core.dispatch import Dispatcher
 from server.core.methods import Methods
 from server.core.metrics import CONTENT_TYPE_LATEST, ServerMetrics
@@ -44,7 +45,9 @@ from server.tasks.metrics import MeteredTaskStore, TaskMetrics
 from server.tasks.store_choice import open_task_store
 from server.tasks.worker import TaskWorker, sweep_periodically
 from server.tools.conformance import add_conformance_fixtures
+from server.tools.crunch import crunch_units
 from server.tools.demo import demo_catalog
+from server.tools.quote import spend_cpu
 from server.transport import streamable as transport
 from server.transport.auth import ANONYMOUS, Authenticator
 from server.transport.guard import Guard, Refused
@@ -94,12 +97,20 @@ class McpServer:
             rate_per_s=config.requests_per_s_per_principal,
         )
         self.sealer = StateSealer(config.state_keys, config.state_ttl_s)
+        self.cpu = CpuPool(
+            workers=config.cpu_workers,
+            inline_max_ms=config.cpu_inline_max_ms,
+            max_calls_per_principal=config.max_cpu_calls_per_principal,
+            # The modules whose functions the workers run, imported as each one starts.
+            preload=(spend_cpu.__module__, crunch_units.__module__),
+        )
         self.replica = Replica(
             replica_id=config.replica_id,
             tool_version=config.tool_version,
             in_flight=lambda: dispatcher.in_flight,
             shed_in_flight_threshold=config.shed_in_flight_threshold,
             shed_every_units=config.shed_every_units,
+            cpu=self.cpu,
         )
         task_metrics = TaskMetrics(self.metrics, lambda: self.task_worker.running)
         self.task_store = MeteredTaskStore(
@@ -280,6 +291,7 @@ class McpServer:
             await self.task_worker.close()
             await self.task_store.close()
             await self.legacy.close()
+            self.cpu.close()
 
     async def _check_task_store(self) -> None:
         """Refuse to start on a task store that could lose acknowledged tasks."""

@@ -300,6 +300,25 @@ class ServerConfig:
         "tasks/get); 0: no limit",
         metavar="N",
     )
+    # Two processes for a two-core laptop; `server.core.cpu_pool` says why processes.
+    cpu_workers: int = setting(
+        2,
+        help="worker processes that run CPU-bound tool work (quote's cpu_ms, crunch's units) "
+        "off the event loop, at a lower CPU priority than the replica",
+        metavar="N",
+    )
+    cpu_inline_max_ms: float = setting(
+        10.0,
+        help="tool work estimated at no more CPU than this runs on the event loop itself "
+        "(cheaper than a hand-off, and what the calibration's quote rounds measure)",
+        metavar="MS",
+    )
+    max_cpu_calls_per_principal: int = setting(
+        2,
+        help="CPU-bound tool calls one principal may run in the worker processes at once on "
+        "this replica; more get HTTP 429; 0: no limit",
+        metavar="N",
+    )
     # Off by default for the held calls, sessions and tasks alike: every anonymous caller
     # is one principal, and the load test's swarm is anonymous.
     max_held_calls_per_principal: int = setting(
@@ -361,6 +380,7 @@ class ServerConfig:
             "max_header_count",
             "body_timeout_s",
             "body_min_rate_bytes_per_s",
+            "cpu_workers",
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
@@ -372,7 +392,10 @@ class ServerConfig:
             self.max_sessions_per_principal,
             self.max_tasks_per_principal,
             self.max_task_result_waits_per_principal,
+            self.max_cpu_calls_per_principal,
         )
+        if self.cpu_inline_max_ms < 0:
+            raise ConfigError("cpu_inline_max_ms must be >= 0 (0: all CPU work off the loop)")
         if min(limits) < 0:
             raise ConfigError("per-principal limits must be >= 0 (0: no limit)")
         public = self.public_development_settings()

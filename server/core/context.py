@@ -19,10 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from server.protocol.inputs import Elicited, InputRequest, Sampled, elicitation, roots, sampling
 from server.protocol.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
+
+if TYPE_CHECKING:
+    from server.core.cpu_pool import CpuPool
 
 
 class InputRequired(Exception):
@@ -164,6 +167,8 @@ class Replica:
     in_flight: Callable[[], int]
     shed_in_flight_threshold: int
     shed_every_units: int
+    #: Where CPU-heavy work runs off the event loop (None: on the loop, as in bare tests).
+    cpu: CpuPool | None = None
 
 
 Notify = Callable[[dict[str, Any]], Awaitable[None]]

@@ -5,20 +5,33 @@ progress (i, h) lives in `ctx.state`, so an overloaded replica can hand the call
 another (`ctx.offload()`, MRTR only) and the result is the same digest. The chain itself
 (`crunch_start`, `crunch_units`) is standard library only, so the load test can check a
 result without the server.
+
+A small crunch hashes on the event loop, a thousand units at a time with a turn for
+other requests between; a larger one hands its slices to the replica's worker processes
+(`server.core.cpu_pool`), so that the loop stays free. Either way the call looks at the
+load, the shedding knob and its client between slices. `CRUNCH_MAX_UNITS` caps a call
+(the input schema says so, and more units are refused as invalid params naming it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from typing import Any
 
 from server.core.context import Context
 from server.protocol.content import tool_result
 
-#: Hash units `crunch` does between looks at the clock, the load and the shedding knob.
+#: Hash units `crunch` does on the loop between looks at the load and the shedding knob.
 CRUNCH_CHUNK_UNITS = 1000
-CRUNCH_MAX_UNITS = 50_000_000
+#: Hash units one slice handed to a worker process does (about 5 ms of CPU).
+CRUNCH_POOL_SLICE_UNITS = 10_000
+#: Hash units per millisecond of CPU, about, on the lab's machine: sizes the estimate
+#: that decides between the loop and the workers.
+CRUNCH_UNITS_PER_MS = 2000
+#: The most units one call may ask for: about a second of CPU, as quote's cap.
+CRUNCH_MAX_UNITS = 2_000_000
 #: Units an attempt does before load may move it: every move costs a round trip and a
 #: seal, so a replica sheds only after doing a useful slice (about 10 ms of hashing).
 CRUNCH_MIN_SLICE_UNITS = 20_000
@@ -49,23 +62,33 @@ async def crunch(ctx: Context) -> dict[str, Any]:
     trail = state.setdefault("replicas", [])
     trail.append(ctx.replica.replica_id)
     every = ctx.replica.shed_every_units
+    pool = ctx.replica.cpu
+    if pool is not None and pool.inline((units - done) / CRUNCH_UNITS_PER_MS):
+        pool = None
     done_here = 0
-    while done < units:
-        stop = min(units, done + CRUNCH_CHUNK_UNITS)
-        if every:
-            stop = min(stop, done + every - done_here)
-        digest = crunch_units(digest, done, stop)
-        done_here += stop - done
-        done = stop
-        state["i"], state["h"] = done, digest
-        shed_by_load = done_here >= CRUNCH_MIN_SLICE_UNITS and ctx.overloaded()
-        if done < units and ((every and done_here >= every) or shed_by_load):
-            ctx.offload()
-            # Still here: this call cannot move (a legacy stream, a task); next slice.
-            done_here = 0
-        await asyncio.sleep(0)
-        if await ctx.abandoned():
-            return tool_result(f"crunch abandoned after {done} units", is_error=True)
+    with pool.share(ctx.principal) if pool is not None else contextlib.nullcontext():
+        while done < units:
+            stop = min(
+                units, done + (CRUNCH_CHUNK_UNITS if pool is None else CRUNCH_POOL_SLICE_UNITS)
+            )
+            if every:
+                stop = min(stop, done + every - done_here)
+            if pool is None:
+                digest = crunch_units(digest, done, stop)
+            else:
+                digest = await pool.run(crunch_units, digest, done, stop)
+            done_here += stop - done
+            done = stop
+            state["i"], state["h"] = done, digest
+            shed_by_load = done_here >= CRUNCH_MIN_SLICE_UNITS and ctx.overloaded()
+            if done < units and ((every and done_here >= every) or shed_by_load):
+                ctx.offload()
+                # Still here: this call cannot move (a legacy stream, a task); next slice.
+                done_here = 0
+            if pool is None:
+                await asyncio.sleep(0)
+            if await ctx.abandoned():
+                return tool_result(f"crunch abandoned after {done} units", is_error=True)
     return tool_result(
         f"crunch of {units} units: {digest}",
         structured={"digest": digest, "replicas": trail},

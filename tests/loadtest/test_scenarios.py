@@ -21,6 +21,7 @@ from loadtest.swarm.scenario_run import crash_victim, run_scenario
 from loadtest.users.flows import run_mrtr_flow
 from loadtest.users.http_interface import httpx_post
 from loadtest.users.simulated_user import ThinkTime
+from server.tools.crunch import CRUNCH_MAX_UNITS
 
 pytestmark = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
 
@@ -100,7 +101,7 @@ def test_a_killed_mrtr_replica_costs_no_call_the_round_is_sent_again() -> None:
                 run_mrtr_flow(
                     httpx_post(http, cluster.url),
                     "crunch",
-                    {"units": 3_000_000},
+                    {"units": CRUNCH_MAX_UNITS},
                     think=ThinkTime(0, 0, random.Random(1)),
                     rng=random.Random(1),
                 )
