@@ -41,7 +41,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from labsim.params import SimParams
+from labsim.model.params import SimParams
 from loadtest.calibration.levels import level_row
 from loadtest.calibration.measure import measure_held
 from loadtest.calibration.model import (

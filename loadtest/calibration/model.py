@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from labsim import simulate
-from labsim.faults import RollingUpgrade
-from labsim.params import ServiceTime, SimParams
+from labsim.model.demand import ServiceTime
+from labsim.model.faults import RollingUpgrade
+from labsim.model.params import SimParams
 
 #: Simulated calls per level, enough for a steady 95th percentile.
 CALLS_PER_LEVEL = 12_000

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import labsim
-from labsim.tools import TOOLS, requests_per_call
+from labsim.model.tools import TOOLS, requests_per_call
 from loadtest.config import LoadTestConfig
 from loadtest.users.simulated_user import DUPLICATE_SHARE
 
