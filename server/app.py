@@ -89,12 +89,16 @@ class McpServer:
         self.metrics.in_flight.set_function(lambda: dispatcher.in_flight)
         self.draining = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The public development key and secret serve this machine only, unless allowed.
+        public_keys = config.public_development_settings()
         self.guard = Guard(
             Authenticator(config.jwt_secret, require_exp=not config.jwt_allow_no_exp),
             loopback_only=config.loopback_only,
             allowed_origins=config.allowed_origins,
-            require_auth=config.require_auth,
+            require_auth=not config.anonymous_allowed,
             rate_per_s=config.requests_per_s_per_principal,
+            public_keys=() if config.allow_development_keys else public_keys,
+            metrics_token=config.metrics_token,
         )
         self.sealer = StateSealer(config.state_keys, config.state_ttl_s)
         self.cpu = CpuPool(
@@ -114,7 +118,12 @@ class McpServer:
         )
         task_metrics = TaskMetrics(self.metrics, lambda: self.task_worker.running)
         self.task_store = MeteredTaskStore(
-            open_task_store(config.task_store, timeout_s=config.task_store_timeout_s),
+            open_task_store(
+                config.task_store,
+                timeout_s=config.task_store_timeout_s,
+                max_memory_bytes=config.max_task_store_bytes,
+                volatile_ok=config.task_store_volatile,
+            ),
             task_metrics,
         )
         self.task_worker = TaskWorker(
@@ -122,6 +131,7 @@ class McpServer:
             self.catalog,
             self.replica,
             lease_s=config.task_lease_s,
+            max_result_bytes=config.max_task_result_bytes,
             on_takeover=task_metrics.takeovers.inc,
         )
         mrtr = MrtrAttempt(
@@ -130,6 +140,8 @@ class McpServer:
             self.replica,
             max_rounds=config.max_rounds,
             max_request_state_bytes=config.max_request_state_bytes,
+            state_error_detail=config.state_error_detail,
+            single_use=self.task_store,
         )
         attempt = TaskAttempt(
             mrtr,
@@ -139,6 +151,8 @@ class McpServer:
             max_ttl_ms=config.task_max_ttl_ms,
             poll_interval_ms=config.task_poll_interval_ms,
             max_tasks_per_principal=config.max_tasks_per_principal,
+            max_arguments_bytes=config.max_task_arguments_bytes,
+            max_capabilities_bytes=config.max_client_capabilities_bytes,
         )
         tasks = TaskMethods(
             self.task_store,
@@ -147,6 +161,7 @@ class McpServer:
             max_result_waits_per_principal=config.max_task_result_waits_per_principal,
             list_page_size=config.task_list_page_size,
             anonymous=ANONYMOUS,
+            max_answers_bytes=config.max_task_arguments_bytes,
         )
         self.methods = Methods(
             self.catalog,
@@ -263,6 +278,10 @@ class McpServer:
 
     async def healthz(self, request: Request) -> Response:
         """Liveness and identity for load balancers: 503 while draining."""
+        try:
+            self.guard.admit_probe(request.scope)
+        except Refused as refused:
+            return refused.response
         body = {
             "status": "draining" if self.draining else "ok",
             "replica_id": self.config.replica_id,
@@ -273,6 +292,10 @@ class McpServer:
         return JSONResponse(body, status_code=503 if self.draining else 200)
 
     async def metrics_endpoint(self, request: Request) -> Response:
+        try:
+            self.guard.admit_probe(request.scope, metrics=True)
+        except Refused as refused:
+            return refused.response
         return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     @contextlib.asynccontextmanager

@@ -1,89 +1,28 @@
 """Server configuration: one dataclass whose fields carry their help, defaults and flags.
 
 Every replica of a cluster must share `state_keys` (so any replica opens any other's
-requestState) and `jwt_secret` (so any replica authenticates any client's token).
+requestState) and `jwt_secret` (so any replica authenticates any client's token); both
+come from the environment (`server.keys`), and belong with who may call (`server.access`).
 """
 
 from __future__ import annotations
 
-import base64
-import os
-import warnings
 from dataclasses import dataclass
 
+from server.access import AccessConfig
 from server.flags import setting
+from server.keys import ConfigError, StateKey
 
-# A well-known development key and secret. They make a laptop demo work out of the box and
-# are announced with a warning: anyone can forge state or tokens with them.
-DEV_STATE_KEY_ID = "dev"
-DEV_STATE_KEY = base64.b64encode(b"mrtr-lab-development-key-32bytes").decode()
-DEV_JWT_SECRET = "mrtr-lab-development-secret-do-not-deploy"
-
-
-class ConfigError(ValueError):
-    """A setting that cannot work, with a message that says which and why."""
+__all__ = ["ConfigError", "ServerConfig", "StateKey"]
 
 
 @dataclass(frozen=True)
-class StateKey:
-    """One AES-256-GCM key for sealing requestState, named by a key id carried in every token."""
-
-    key_id: str
-    key_bytes: bytes
-
-
-def parse_state_keys(spec: str) -> tuple[StateKey, ...]:
-    """Parse `kid:base64key[,kid:base64key...]`; the first key seals, all keys open."""
-    keys = []
-    for item in spec.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        key_id, sep, encoded = item.partition(":")
-        if not sep or not key_id:
-            raise ConfigError(f"state key {item!r} is not of the form kid:base64key")
-        try:
-            key_bytes = base64.b64decode(encoded, validate=True)
-        except ValueError as exc:
-            raise ConfigError(f"state key {key_id!r} is not valid base64") from exc
-        if len(key_bytes) != 32:
-            raise ConfigError(f"state key {key_id!r} has {len(key_bytes)} bytes; AES-256 needs 32")
-        keys.append(StateKey(key_id, key_bytes))
-    if not keys:
-        raise ConfigError("no state keys given")
-    if len({k.key_id for k in keys}) != len(keys):
-        raise ConfigError("state key ids must be unique")
-    return tuple(keys)
-
-
-def _keys_from_environment() -> tuple[StateKey, ...]:
-    spec = os.environ.get("MRTR_STATE_KEYS", "")
-    if spec:
-        return parse_state_keys(spec)
-    warnings.warn(
-        "MRTR_STATE_KEYS is unset: sealing requestState with the public development key",
-        stacklevel=3,
-    )
-    return (StateKey(DEV_STATE_KEY_ID, base64.b64decode(DEV_STATE_KEY)),)
-
-
-def _jwt_secret_from_environment() -> str:
-    secret = os.environ.get("MRTR_JWT_SECRET", "")
-    if secret:
-        return secret
-    warnings.warn(
-        "MRTR_JWT_SECRET is unset: accepting tokens signed with the public development secret",
-        stacklevel=3,
-    )
-    return DEV_JWT_SECRET
-
-
-@dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(AccessConfig):
     """How one replica of the lab's MCP server behaves.
 
     Defaults suit a laptop demo; the load test sets replica ids, keys and tool versions. Each
-    setting is stated once, here: `python -m server` makes its flags from these fields.
+    setting is stated once, here or (who may call) in `AccessConfig`: `python -m server`
+    makes its flags from these fields.
     """
 
     replica_id: str = setting(
@@ -101,20 +40,6 @@ class ServerConfig:
         False,
         help="add the suite's fixtures: also serve the tools, prompts and resources the "
         "official conformance suite expects",
-    )
-    # Keys and secret come from the environment, never from flags: a command line is
-    # visible to every user of the machine (ps).
-    state_keys: tuple[StateKey, ...] = setting(
-        default_factory=_keys_from_environment,
-        help="AES-256-GCM keys for requestState; the first seals, all open (key rotation). "
-        "Read from MRTR_STATE_KEYS (kid:base64key,...), not a flag: it is a secret",
-        cli=False,
-    )
-    jwt_secret: str = setting(
-        default_factory=_jwt_secret_from_environment,
-        help="HS256 secret for bearer tokens (sub is the principal). Read from "
-        "MRTR_JWT_SECRET, not a flag: it is a secret",
-        cli=False,
     )
     state_ttl_s: float = setting(
         600.0,
@@ -191,31 +116,6 @@ class ServerConfig:
     )
     list_ttl_ms: int = setting(
         60_000, help="cache hint for list results (tools/list, prompts/list, ...)", metavar="MS"
-    )
-    loopback_only: bool = setting(
-        True,
-        help="bound to loopback: Host must name this machine (DNS rebinding), and pages on "
-        "this machine may call. Set from the bind address (--host), so it has no flag",
-        cli=False,
-    )
-    allowed_origins: tuple[str, ...] = setting(
-        (),
-        help="a page origin (scheme://host[:port]) allowed to call, besides this machine's on "
-        "a loopback bind; repeatable. Any other Origin is refused, and Origin: null always is",
-        flag="--allow-origin",
-        metavar="ORIGIN",
-    )
-    require_auth: bool = setting(
-        False,
-        help="refuse callers without a bearer token (HTTP 401) instead of serving them anonymously",
-    )
-    jwt_allow_no_exp: bool = setting(
-        False, help="accept tokens that never expire (by default a token must have exp)"
-    )
-    allow_development_keys: bool = setting(
-        False,
-        help="serve beyond loopback with the public development key and secret (by default "
-        "the server refuses: anyone could forge state and tokens with them)",
     )
     legacy_store: str = setting(
         "memory",
@@ -319,35 +219,67 @@ class ServerConfig:
         "this replica; more get HTTP 429; 0: no limit",
         metavar="N",
     )
-    # Off by default for the held calls, sessions and tasks alike: every anonymous caller
-    # is one principal, and the load test's swarm is anonymous.
+    # On by default, sized for one person's client: every anonymous caller is one principal,
+    # so the load test gives each simulated user a token of its own.
     max_held_calls_per_principal: int = setting(
-        0,
+        32,
         help="legacy calls one principal may hold open at once (each holds tens of kilobytes "
         "and a connection while nobody answers); more get HTTP 429; 0: no limit",
         metavar="N",
     )
     max_sessions_per_principal: int = setting(
-        0,
+        100,
         help="legacy sessions one principal may have open, counted in the legacy store (so "
         "across replicas with Redis); initialize beyond it gets HTTP 429; 0: no limit",
         metavar="N",
     )
     max_tasks_per_principal: int = setting(
-        0,
+        100,
         help="unexpired tasks one principal may keep, counted in the task store across "
         "replicas; a task call beyond it gets HTTP 429; 0: no limit",
         metavar="N",
     )
     requests_per_s_per_principal: float = setting(
-        0.0,
+        100.0,
         help="requests per second one principal may send to this replica (a token bucket "
         "with a burst of twice that); more get HTTP 429 with Retry-After; 0: no limit",
         flag="--rate-per-principal",
         metavar="PER_S",
     )
 
+    max_client_info_bytes: int = setting(
+        8 * 1024,
+        help="largest clientInfo a legacy session keeps (as JSON); a larger initialize is "
+        "refused with -32602",
+        metavar="N",
+    )
+    max_client_capabilities_bytes: int = setting(
+        16 * 1024,
+        help="largest client capabilities a legacy session or a task keeps (as JSON); larger "
+        "is refused with -32602",
+        metavar="N",
+    )
+    max_task_arguments_bytes: int = setting(
+        64 * 1024,
+        help="largest arguments a task keeps (as JSON), and the most its stored answers may "
+        "add up to; a task call or an answer beyond it is refused with -32602",
+        metavar="N",
+    )
+    max_task_result_bytes: int = setting(
+        256 * 1024,
+        help="largest result a task keeps (as JSON); a task whose tool returns more fails, "
+        "saying so",
+        metavar="N",
+    )
+    max_task_store_bytes: int = setting(
+        256 * 1024 * 1024,
+        help="most the in-process task store keeps (its tasks as JSON); a full store refuses "
+        "new tasks and larger writes as full (a Redis store is bounded by its maxmemory)",
+        metavar="N",
+    )
+
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.tool_version not in (1, 2):
             raise ConfigError(f"tool_version must be 1 or 2, not {self.tool_version}")
         for name in ("state_ttl_s", "max_body_bytes", "max_request_state_bytes", "max_rounds"):
@@ -384,8 +316,6 @@ class ServerConfig:
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive")
-        if not self.state_keys:
-            raise ConfigError("at least one state key is needed")
         limits = (
             self.requests_per_s_per_principal,
             self.max_held_calls_per_principal,
@@ -396,21 +326,14 @@ class ServerConfig:
         )
         if self.cpu_inline_max_ms < 0:
             raise ConfigError("cpu_inline_max_ms must be >= 0 (0: all CPU work off the loop)")
+        sizes = (
+            self.max_client_info_bytes,
+            self.max_client_capabilities_bytes,
+            self.max_task_arguments_bytes,
+            self.max_task_result_bytes,
+            self.max_task_store_bytes,
+        )
+        if min(sizes) <= 0:
+            raise ConfigError("stored-size limits must be positive")
         if min(limits) < 0:
             raise ConfigError("per-principal limits must be >= 0 (0: no limit)")
-        public = self.public_development_settings()
-        if public and not self.loopback_only and not self.allow_development_keys:
-            raise ConfigError(
-                f"refusing to serve beyond loopback with the public development "
-                f"{' and '.join(public)}: set them (or pass --allow-development-keys)"
-            )
-
-    def public_development_settings(self) -> list[str]:
-        """Which settings still hold the public development values, by environment name."""
-        development_key = base64.b64decode(DEV_STATE_KEY)
-        public = []
-        if any(key.key_bytes == development_key for key in self.state_keys):
-            public.append("MRTR_STATE_KEYS")
-        if self.jwt_secret == DEV_JWT_SECRET:
-            public.append("MRTR_JWT_SECRET")
-        return public

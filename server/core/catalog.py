@@ -31,6 +31,10 @@ class Tool:
     input_schema: dict[str, Any]
     handler: Handler
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Whether a call changes the world (creates a machine, sends money): each round the
+    #: client confirmed then runs once, however often it is sent (a sealed requestState
+    #: is used once), and `tools/list` says the tool is neither read-only nor idempotent.
+    side_effects: bool = False
 
     def __post_init__(self) -> None:
         # Built once. The dialect is JSON Schema 2020-12, MCP's default, unless the schema
@@ -58,12 +62,16 @@ class Tool:
         ]
 
     def describe(self) -> dict[str, Any]:
-        return {
+        described = {
             "name": self.name,
             "description": self.description,
             "inputSchema": self.input_schema,
             **self.extra,
         }
+        if self.side_effects:
+            hints = {"readOnlyHint": False, "idempotentHint": False}
+            described["annotations"] = {**hints, **(self.extra.get("annotations") or {})}
+        return described
 
 
 def _json_path(path: Sequence[str | int]) -> str:
@@ -139,13 +147,19 @@ class Catalog:
         self.templates: list[Resource] = []
 
     def tool(
-        self, name: str, description: str, input_schema: dict[str, Any] | None = None, **extra: Any
+        self,
+        name: str,
+        description: str,
+        input_schema: dict[str, Any] | None = None,
+        *,
+        side_effects: bool = False,
+        **extra: Any,
     ) -> Callable[[Handler], Handler]:
-        """Register the decorated handler as a tool."""
+        """Register the decorated handler as a tool (`side_effects`: see `Tool`)."""
 
         def register(handler: Handler) -> Handler:
             schema = input_schema if input_schema is not None else EMPTY_OBJECT_SCHEMA
-            self.tools[name] = Tool(name, description, schema, handler, extra)
+            self.tools[name] = Tool(name, description, schema, handler, extra, side_effects)
             return handler
 
         return register

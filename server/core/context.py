@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from server.core.answer_schema import schema_problem
 from server.protocol.inputs import Elicited, InputRequest, Sampled, elicitation, roots, sampling
 from server.protocol.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
 
@@ -110,6 +111,8 @@ class MrtrChannel:
         self.responses = responses
         self.client_capabilities = client_capabilities
         self.used: dict[str, Any] = {}
+        #: Keys whose answer did not fit the form: asked again, and not carried on.
+        self.rejected: set[str] = set()
 
     def to_carry(self, asked: set[str] | None) -> dict[str, Any]:
         """Every answer the user gave in this logical request to a question asked, for the
@@ -123,25 +126,38 @@ class MrtrChannel:
         say what was asked keeps at most `UNASKED_CARRY_LIMIT` such answers.
         """
         used = self.used
+        rejected = self.rejected
         unused: dict[str, Any] = {}
         for key, answer in self.responses.items():
-            if key not in used and (asked is None or key in asked):
+            if key not in used and key not in rejected and (asked is None or key in asked):
                 unused[key] = answer
         if asked is None and len(unused) > UNASKED_CARRY_LIMIT:
             unused = {}
-        return {**self.carried, **unused, **used}
+        carried = self.carried
+        if rejected:
+            carried = {key: answer for key, answer in carried.items() if key not in rejected}
+        return {**carried, **unused, **used}
 
     async def ask(self, requests: dict[str, InputRequest]) -> dict[str, Any]:
         answers: dict[str, Any] = {}
         missing: dict[str, InputRequest] = {}
         for key, request in requests.items():
-            # An answer carried from an earlier round first, else one sent with this one.
+            # An answer carried from an earlier round first, else one sent with this one;
+            # one that does not fit the form is no answer, and the question says why.
+            problem = None
             raw = self.carried.get(key)
             parsed = request.parse(raw) if raw is not None else None
+            if parsed is not None and (problem := schema_problem(request, parsed)):
+                parsed = None
             if parsed is None:
                 raw = self.responses.get(key)
                 parsed = request.parse(raw) if raw is not None else None
+                if parsed is not None and (problem := schema_problem(request, parsed)):
+                    parsed = None
             if parsed is None:
+                if problem:
+                    self.rejected.add(key)
+                    request = request.again(problem)
                 missing[key] = request
             else:
                 answers[key] = parsed

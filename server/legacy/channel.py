@@ -13,6 +13,7 @@ import itertools
 import secrets
 from typing import Any
 
+from server.core.answer_schema import schema_problem
 from server.core.call import Call, Invocation
 from server.core.context import Context, Replica, missing_capability
 from server.core.store import StoreUnavailable
@@ -98,7 +99,11 @@ class SseChannel:
                         {"clientError": error},
                     )
                 parsed = open_requests[key].parse(reply.get("result"))
-                if parsed is not None:
+                problem = schema_problem(requests[key], parsed) if parsed is not None else None
+                if problem:
+                    # Asked again on the stream, saying why.
+                    open_requests[key] = requests[key].again(problem)
+                elif parsed is not None:
                     answers[key] = parsed
             open_requests = {k: r for k, r in open_requests.items() if k not in answers}
             if not open_requests:

@@ -32,7 +32,7 @@ from server.core.context import Replica
 from server.core.dispatch import Dispatcher
 from server.core.methods import Methods
 from server.core.metrics import ServerMetrics
-from server.core.store import StoreUnavailable
+from server.core.store import StoreUnavailable, store_error
 from server.legacy.channel import Asking, SseAttempt, SseChannel
 from server.legacy.dialect import CATALOG_METHODS, HOLDING_METHODS, legacy_result
 from server.legacy.held import HeldCall, HeldCalls, HeldResponse
@@ -95,6 +95,8 @@ class LegacyEra:
             self.capabilities,
             replica_id=config.replica_id,
             max_per_principal=config.max_sessions_per_principal,
+            max_client_info_bytes=config.max_client_info_bytes,
+            max_capabilities_bytes=config.max_client_capabilities_bytes,
         )
         # What every call shares, left out of a held call's footprint: this era, what
         # serves methods, the catalog with its tools, the configuration.
@@ -169,8 +171,7 @@ class LegacyEra:
             self.metrics.store_errors.labels(exc.operation).inc()
             if isinstance(payload, dict) and "method" not in payload:
                 self.metrics.answers.labels("store_error").inc()
-            error = RpcError(jsonrpc.INTERNAL_ERROR, str(exc), http_status=503)
-            return transport.error_response(jsonrpc.request_id_of(payload), error)
+            return transport.error_response(jsonrpc.request_id_of(payload), store_error(exc))
         except RpcError as error:
             return transport.error_response(jsonrpc.request_id_of(payload), error)
         except Exception:
@@ -186,9 +187,7 @@ class LegacyEra:
             await self.store.end_session(session.session_id)
         except StoreUnavailable as exc:
             self.metrics.store_errors.labels(exc.operation).inc()
-            return transport.error_response(
-                None, RpcError(jsonrpc.INTERNAL_ERROR, str(exc), http_status=503)
-            )
+            return transport.error_response(None, store_error(exc))
         except RpcError as error:
             return transport.error_response(None, error)
         self.metrics.sessions.labels("deleted").inc()

@@ -72,9 +72,11 @@ class RedisStore(LegacyStore):
         import redis.asyncio as aioredis
         from redis.asyncio.retry import Retry
         from redis.backoff import NoBackoff
-        from redis.exceptions import RedisError
+        from redis.exceptions import OutOfMemoryError, RedisError
 
         self._store_errors: tuple[type[BaseException], ...] = (RedisError, OSError, TimeoutError)
+        #: A Redis at its maxmemory under noeviction refuses writes: full, not down.
+        self._full_errors: tuple[type[BaseException], ...] = (OutOfMemoryError,)
         self._subscribe_errors: tuple[type[BaseException], ...] = (
             StoreUnavailable,
             *self._store_errors,
@@ -184,7 +186,12 @@ class RedisStore(LegacyStore):
 
     async def _call(self, operation: str, command: Awaitable[T]) -> T:
         return await bounded(
-            "legacy", operation, command, timeout_s=self.timeout_s, errors=self._store_errors
+            "legacy",
+            operation,
+            command,
+            timeout_s=self.timeout_s,
+            errors=self._store_errors,
+            full=self._full_errors,
         )
 
     async def _listen(self) -> None:

@@ -22,7 +22,14 @@ from server.legacy.store import LegacyStore, Session, TooManySessions
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
 from server.protocol.headers import SESSION_HEADER
-from server.protocol.jsonrpc import Message, RpcError, invalid_params, too_many_requests
+from server.protocol.jsonrpc import (
+    Message,
+    RpcError,
+    invalid_params,
+    json_size,
+    too_large,
+    too_many_requests,
+)
 from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
 
@@ -42,6 +49,8 @@ class Sessions:
         *,
         replica_id: str,
         max_per_principal: int,
+        max_client_info_bytes: int,
+        max_capabilities_bytes: int,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -50,6 +59,9 @@ class Sessions:
         self.capabilities = capabilities
         self.replica_id = replica_id
         self.max_per_principal = max_per_principal
+        #: What a session may keep of its client, kept as long as the session lives.
+        self.max_client_info_bytes = max_client_info_bytes
+        self.max_capabilities_bytes = max_capabilities_bytes
 
     async def initialize(self, message: Message, principal: str) -> Response:
         """Open a session for `principal`; its id comes back in `Mcp-Session-Id`."""
@@ -60,6 +72,13 @@ class Sessions:
             raise invalid_params("initialize needs capabilities and clientInfo objects")
         if message.is_notification:
             raise RpcError(jsonrpc.INVALID_REQUEST, "initialize is a request", http_status=400)
+        for what, value, limit in (
+            ("clientInfo", client_info, self.max_client_info_bytes),
+            ("capabilities", capabilities, self.max_capabilities_bytes),
+        ):
+            size = json_size(value)
+            if size > limit:
+                raise too_large(what, size, limit)
         session = Session(
             session_id=secrets.token_urlsafe(24),
             principal=principal,

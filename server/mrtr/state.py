@@ -149,6 +149,11 @@ class OpenedState(NamedTuple):
     tool_state: dict[str, Any]
     #: The questions the round that sealed it asked (None for an older state).
     asked: set[str] | None = None
+    #: The state's AES-GCM nonce: drawn at random for each seal, so it names this one
+    #: state (what a single-use check records).
+    nonce: bytes = b""
+    #: How long the state stays valid from now.
+    seconds_left: float = 0.0
 
 
 class StateSealer:
@@ -257,5 +262,7 @@ class StateSealer:
                 document["a"],
                 document["s"],
                 None if asked is None else set(asked),
+                raw[:NONCE_BYTES],
+                document["exp"] - self._clock(),
             ),
         )

@@ -3,9 +3,11 @@
 There are three kinds, each needing a client capability: an elicitation (ask the user,
 `elicitation`), an LLM sample (`sampling`) and the client's roots (`roots`). An
 `InputRequest` knows its wire form (an entry of `inputRequests`, or the params of a legacy
-server-to-client request) and how to check an answer (an entry of `inputResponses`, or the
+server-to-client request) and how to read an answer (an entry of `inputResponses`, or the
 result of that legacy request). An answer that does not fit is treated as no answer: the
-server asks again, as the seed's error-handling section prescribes.
+server asks again, as the seed's error-handling section prescribes. Here an answer's shape
+is read; what a user typed is checked against the whole schema of the form by
+`server.core.answer_schema`, and a question asked again says why (`InputRequest.again`).
 """
 
 from __future__ import annotations
@@ -20,14 +22,6 @@ SAMPLE = "sampling/createMessage"
 LIST_ROOTS = "roots/list"
 
 CAPABILITY_OF = {ELICIT: "elicitation", SAMPLE: "sampling", LIST_ROOTS: "roots"}
-
-_BOOLEAN = (bool,)
-_JSON_TYPES: dict[Any, tuple[type, ...]] = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": _BOOLEAN,
-}
 
 
 @dataclass(slots=True)
@@ -71,12 +65,20 @@ class InputRequest:
         """The entry of `inputRequests` for this request."""
         return {"method": self.method, "params": self.params}
 
+    def again(self, reason: str) -> InputRequest:
+        """This question asked again after an answer that did not fit, saying why."""
+        params = dict(self.params)
+        message = params.get("message")
+        why = f"Your last answer was not accepted: {reason}"
+        params["message"] = f"{message}\n\n{why}" if message else why
+        return InputRequest(self.method, params)
+
     def parse(self, answer: Any) -> Elicited | Sampled | list[dict[str, Any]] | None:
         """Read an answer to this request, or None when it does not answer it."""
         if not isinstance(answer, dict):
             return None
         if self.method == ELICIT:
-            return _parse_elicit(answer, self.params.get("requestedSchema") or {})
+            return _parse_elicit(answer)
         if self.method == SAMPLE:
             return _parse_sample(answer)
         return _parse_roots(answer)
@@ -122,36 +124,15 @@ def roots() -> InputRequest:
     return InputRequest(LIST_ROOTS, {})
 
 
-def _parse_elicit(answer: dict[str, Any], schema: dict[str, Any]) -> Elicited | None:
+def _parse_elicit(answer: dict[str, Any]) -> Elicited | None:
+    """An elicitation result's shape: an action, and with accept an object of content
+    (whether the content fits the form is `server.core.answer_schema`'s to say)."""
     action = answer.get("action")
     if action != "accept":
         return Elicited(action, {}) if action == "decline" or action == "cancel" else None
     content = answer.get("content")
     if not isinstance(content, dict):
         return None
-    required = schema.get("required")
-    if required:
-        for name in required:
-            if name not in content:
-                return None
-    properties = schema.get("properties")
-    if not properties:
-        return Elicited("accept", content)
-    for name, value in content.items():
-        spec = properties.get(name)
-        if spec is None:
-            continue
-        allowed = _JSON_TYPES.get(spec.get("type"))
-        if allowed is not None:
-            if type(value) is bool:
-                # Python's True is an int, JSON's is not: it fits "boolean" only.
-                if allowed is not _BOOLEAN:
-                    return None
-            elif not isinstance(value, allowed):
-                return None
-        enum = spec.get("enum")
-        if enum is not None and value not in enum:
-            return None
     return Elicited("accept", content)
 
 

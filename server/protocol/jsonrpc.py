@@ -57,6 +57,24 @@ def invalid_params(message: str, data: Any = None) -> RpcError:
     return RpcError(INVALID_PARAMS, message, data)
 
 
+def too_large(what: str, size_bytes: int, limit_bytes: int) -> RpcError:
+    """The error for something the server would keep that is over its size limit."""
+    return RpcError(
+        INVALID_PARAMS,
+        f"{what} is {size_bytes} bytes as JSON; this server keeps at most {limit_bytes}",
+        {"limit": limit_bytes},
+        http_status=413,
+    )
+
+
+def json_size(value: Any) -> int:
+    """How many bytes `value` takes as compact JSON (what a store keeps of it)."""
+    try:
+        return len(orjson.dumps(value))
+    except TypeError:  # integers beyond 64 bits
+        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
 def too_many_requests(message: str, limit: int) -> RpcError:
     """The error for a caller over one of its per-principal limits (HTTP 429)."""
     return RpcError(TOO_MANY_REQUESTS, message, {"limit": limit}, http_status=429)
@@ -111,6 +129,19 @@ def decode(body: bytes) -> Any:
             f"Invalid request: nested more than {MAX_DEPTH} levels deep",
             http_status=400,
         )
+    # A key given twice in one object keeps its last value here, while a gateway may read
+    # the first: the two would act on different requests. Every key is followed by a
+    # colon, so a body with no more colons than the objects have members has no key twice
+    # (nearly every message: colons inside strings are rare); only the others are parsed
+    # again, by a parser that sees every key.
+    if type(payload) is dict and body.count(b":") > members(payload):
+        repeated = repeated_key(body)
+        if repeated is not None:
+            raise RpcError(
+                INVALID_REQUEST,
+                f"Invalid request: the key {repeated[:100]!r} appears twice in one object",
+                http_status=400,
+            )
     return payload
 
 
@@ -129,6 +160,56 @@ def nested_deeper_than(value: Any, limit: int) -> bool:
                     deeper.append(child)
         level = deeper
     return False
+
+
+def members(value: dict[str, Any]) -> int:
+    """How many members an object has in all, those of the objects inside it included.
+
+    Recursive: `decode` calls it only on a message within `MAX_DEPTH`.
+    """
+    count = len(value)
+    for child in value.values():
+        kind = type(child)
+        if kind is dict:
+            count += members(child)
+        elif kind is list:
+            count += _members_in(child)
+    return count
+
+
+def _members_in(values: list[Any]) -> int:
+    count = 0
+    for child in values:
+        kind = type(child)
+        if kind is dict:
+            count += members(child)
+        elif kind is list:
+            count += _members_in(child)
+    return count
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return found
+
+
+def repeated_key(body: bytes) -> str | None:
+    """The first key some object of the JSON `body` gives twice, or None."""
+    try:
+        json.loads(body, object_pairs_hook=_unique_members)
+    except _RepeatedKey as exc:
+        return str(exc.args[0])
+    return None
 
 
 def json_object(text: str | bytes | None) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from server.core.call import Attempt, Call, Invocation
 from server.core.catalog import Tool
 from server.core.context import BecomeTask
 from server.core.store import StoreUnavailable
-from server.protocol.jsonrpc import too_many_requests
+from server.protocol.jsonrpc import json_size, too_large, too_many_requests
 from server.tasks.shapes import (
     EXTENSION,
     SEED,
@@ -45,6 +45,8 @@ class TaskAttempt:
         max_ttl_ms: int,
         poll_interval_ms: int,
         max_tasks_per_principal: int = 0,
+        max_arguments_bytes: int,
+        max_capabilities_bytes: int,
     ) -> None:
         self.inner = inner
         self.store = store
@@ -54,6 +56,10 @@ class TaskAttempt:
         self.poll_interval_ms = poll_interval_ms
         #: Live (unexpired) tasks one principal may keep in the store; 0: no limit.
         self.max_tasks_per_principal = max_tasks_per_principal
+        #: What a task may keep of its caller (arguments, answers; capabilities) until it
+        #: expires, up to a day.
+        self.max_arguments_bytes = max_arguments_bytes
+        self.max_capabilities_bytes = max_capabilities_bytes
 
     def __call__(self, call: Call, invocation: Invocation) -> Awaitable[dict[str, Any]]:
         """Run the invocation; a tool that becomes a task ends the request with the task.
@@ -81,6 +87,7 @@ class TaskAttempt:
         try:
             return await self.inner(call, ephemeral)
         except BecomeTask as switch:
+            self._check_sizes(call, invocation.arguments, switch.answers)
             try:
                 record = await self._create(call, tool, invocation.arguments, switch)
             except StoreUnavailable as exc:
@@ -96,6 +103,21 @@ class TaskAttempt:
         if wire == SEED:
             return {"resultType": "task", "task": wire_task(record, SEED)}
         return {"resultType": "task", **wire_task(record, EXTENSION)}
+
+    def _check_sizes(self, call: Call, arguments: dict[str, Any], answers: dict[str, Any]) -> None:
+        """Refuse a task that would keep more of its caller than the limits allow."""
+        for what, value, limit in (
+            ("the task's arguments", arguments, self.max_arguments_bytes),
+            ("the answers the task keeps", answers, self.max_arguments_bytes),
+            (
+                "the client capabilities the task keeps",
+                call.client_capabilities,
+                self.max_capabilities_bytes,
+            ),
+        ):
+            size = json_size(value)
+            if size > limit:
+                raise too_large(what, size, limit)
 
     def _creation_wire(self, call: Call) -> str | None:
         """How the client asked for a task, if it did: the extension, or the seed's hint."""

@@ -35,7 +35,14 @@ from server.core.call import Call, Method
 from server.core.store import StoreUnavailable
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.inputs import answers, input_responses
-from server.protocol.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, RpcError, invalid_params
+from server.protocol.jsonrpc import (
+    INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
+    RpcError,
+    invalid_params,
+    json_size,
+    too_large,
+)
 from server.tasks.result_wait import ResultWaits
 from server.tasks.shapes import (
     EXTENSION,
@@ -45,6 +52,7 @@ from server.tasks.shapes import (
     missing_tasks_capability,
     related_task,
     store_unavailable,
+    well_formed,
     wire_of,
     wire_task,
 )
@@ -82,6 +90,7 @@ class TaskMethods:
         max_result_waits_per_principal: int = 0,
         list_page_size: int = 50,
         anonymous: str | None = None,
+        max_answers_bytes: int,
     ) -> None:
         self.store = store
         self.worker = worker
@@ -93,6 +102,8 @@ class TaskMethods:
         #: The principal of callers without a token. They all share it, so their tasks are
         #: never listed: each is reachable only by its unguessable id.
         self.anonymous = anonymous
+        #: The most a task's stored answers may add up to (they stay until it expires).
+        self.max_answers_bytes = max_answers_bytes
         self.table: dict[str, Method] = {
             name: _guarded(method)
             for name, method in {
@@ -243,6 +254,8 @@ class TaskMethods:
         """
         if not isinstance(task_id, str) or not task_id:
             raise invalid_params("taskId must be a non-empty string")
+        if not well_formed(task_id):
+            raise _not_found(task_id[:200])  # not one this server issued: no store to ask
         record = await self.store.get(task_id)
         if record is None and await self._lost_with_the_store(task_id):
             raise RpcError(
@@ -262,7 +275,9 @@ class TaskMethods:
     async def _lost_with_the_store(self, task_id: str) -> bool:
         """Whether a missing task was created in an earlier life of the store's data."""
         created_in = epoch_of(task_id)
-        return created_in is not None and await self.store.epoch() != created_in
+        if created_in is None or not self.store.has_epochs:
+            return False  # an id naming an epoch its store never had was never issued here
+        return await self.store.epoch() != created_in
 
     async def _answer(self, call: Call, task_id: Any, responses: Any) -> TaskRecord:
         """Take the answers that fit open questions; resume the task when none is left.
@@ -287,6 +302,9 @@ class TaskMethods:
             if not fitting:
                 return False
             task.answers.update(fitting)
+            size = json_size(task.answers)
+            if size > self.max_answers_bytes:
+                raise too_large("the answers this task keeps", size, self.max_answers_bytes)
             for key in fitting:
                 del task.input_requests[key]
             if task.input_requests:

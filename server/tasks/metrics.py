@@ -62,6 +62,7 @@ class MeteredTaskStore(TaskStore):
     def __init__(self, inner: TaskStore, metrics: TaskMetrics) -> None:
         self.inner = inner
         self.metrics = metrics
+        self.has_epochs = inner.has_epochs
 
     async def _counted(self, operation: str, call: Awaitable[T]) -> T:
         try:
@@ -96,6 +97,9 @@ class MeteredTaskStore(TaskStore):
 
     async def _compare_and_set(self, record: TaskRecord) -> bool:
         return await self._counted("update", self.inner._compare_and_set(record))
+
+    async def claim_once(self, key: str, ttl_s: float) -> bool:
+        return await self._counted("once", self.inner.claim_once(key, ttl_s))
 
     async def sweep(self) -> int:
         return await self.inner.sweep()

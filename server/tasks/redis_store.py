@@ -11,6 +11,11 @@ See `server.tasks.store` for what a task store does. Keys, all under one prefix:
 
 Both indexes expire with the principal's last task. Every call is bounded by the store
 timeout (`server.core.store`), so a dead store is an error, never a hang.
+
+Whether the Redis keeps what it acknowledges (an append-only file, no eviction) is asked
+on every connection it opens, so a Redis restarted (or first reached) without one is seen
+at once: while it is so, new tasks are refused (`StoreVolatile`) unless the replica was
+told to accept a volatile store.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ import secrets
 from typing import Any
 
 from server.core.store import StoreUnavailable, bounded
-from server.tasks.store import ListKey, TaskRecord, TaskStore, TooManyTasks, now_ms
+from server.tasks.store import (
+    ListKey,
+    StoreVolatile,
+    TaskRecord,
+    TaskStore,
+    TooManyTasks,
+    now_ms,
+)
 
 # A task is created only once, with its expiry, and indexed under its principal; expired
 # ids leave both indexes first, and a principal at its cap of live tasks is refused (-1).
@@ -50,14 +62,25 @@ return 1
 class RedisTaskStore(TaskStore):
     """Tasks in Redis, shared by every replica; each task's key expires with its TTL."""
 
-    def __init__(self, url: str, *, timeout_s: float, prefix: str = "mrtr-lab") -> None:
+    has_epochs = True
+
+    def __init__(
+        self, url: str, *, timeout_s: float, volatile_ok: bool = False, prefix: str = "mrtr-lab"
+    ) -> None:
         import redis.asyncio as redis_asyncio
 
         self.url = url
         self.timeout_s = timeout_s
         self.prefix = prefix
+        #: Whether tasks are created on a store that could lose them (--task-store-volatile).
+        self.volatile_ok = volatile_ok
+        #: What the last connection opened found that could lose tasks (None: none opened).
+        self.problems: list[str] | None = None
         self._redis = redis_asyncio.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+            url,
+            socket_timeout=timeout_s,
+            socket_connect_timeout=timeout_s,
+            redis_connect_func=self._on_connect,
         )
         self._create = self._redis.register_script(_CREATE)
         self._cas = self._redis.register_script(_COMPARE_AND_SET)
@@ -72,13 +95,40 @@ class RedisTaskStore(TaskStore):
         ]
 
     async def _call(self, operation: str, command: Any) -> Any:
-        """Await one Redis command within the store timeout (see `server.core.store`)."""
-        from redis.exceptions import RedisError
+        """Await one Redis command within the store timeout (see `server.core.store`).
 
-        errors = (RedisError, OSError)
-        return await bounded("task", operation, command, timeout_s=self.timeout_s, errors=errors)
+        A Redis at its `maxmemory` under `noeviction` refuses writes: `StoreFull`.
+        """
+        from redis.exceptions import OutOfMemoryError, RedisError
+
+        return await bounded(
+            "task",
+            operation,
+            command,
+            timeout_s=self.timeout_s,
+            errors=(RedisError, OSError),
+            full=(OutOfMemoryError,),
+        )
+
+    async def _on_connect(self, connection: Any) -> None:
+        """Set up a new connection as redis-py does, then ask the Redis how durable it is."""
+        from redis.exceptions import ResponseError
+
+        await connection.on_connect()
+        try:
+            await connection.send_command(
+                "CONFIG", "GET", "appendonly", "maxmemory-policy", check_health=False
+            )
+            reply = await connection.read_response()
+        except ResponseError:
+            # A managed Redis may not let clients read its configuration.
+            self.problems = ["its durability could not be checked (CONFIG GET was refused)"]
+            return
+        self.problems = _durability_problems(reply)
 
     async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
+        if self.problems and not self.volatile_ok:
+            raise StoreVolatile(self.problems)
         record.version = 0
         created = await self._call(
             "create",
@@ -153,29 +203,29 @@ class RedisTaskStore(TaskStore):
         )
         return bool(saved)
 
+    async def claim_once(self, key: str, ttl_s: float) -> bool:
+        claimed = await self._call(
+            "once",
+            self._redis.set(
+                f"{self.prefix}:once:{key}", b"1", nx=True, px=max(1, int(ttl_s * 1000))
+            ),
+        )
+        return bool(claimed)
+
     async def epoch(self, *, create: bool = False) -> str | None:
         key = f"{self.prefix}:epoch"
         if create:
             # Set once per life of the data: a Redis restarted empty gets a new one.
-            await self._call("epoch", self._redis.set(key, secrets.token_hex(4), nx=True))
+            # Part of creating a task: a Redis too full for it is full "during create".
+            await self._call("create", self._redis.set(key, secrets.token_hex(4), nx=True))
         found = await self._call("epoch", self._redis.get(key))
         return None if found is None else _text(found)
 
     async def durability_problems(self) -> list[str]:
-        """What in this Redis's configuration could lose an acknowledged task.
-
-        Without an append-only file a restart forgets every task; with an eviction policy
-        other than `noeviction` a full Redis drops tasks to make room. Both are silent.
-        """
-        found = await self._call("check", self._redis.config_get("appendonly", "maxmemory-policy"))
-        settings = {_text(k): _text(v) for k, v in found.items()}
-        problems = []
-        if settings.get("appendonly") != "yes":
-            problems.append("appendonly is not yes (a restart would forget every task)")
-        policy = settings.get("maxmemory-policy", "noeviction")
-        if policy != "noeviction":
-            problems.append(f"maxmemory-policy is {policy} (a full Redis would evict tasks)")
-        return problems
+        """What in this Redis's configuration could lose an acknowledged task, as its
+        latest connection found it (one is opened if none is)."""
+        await self._call("check", self._redis.ping())
+        return list(self.problems or [])
 
     async def sweep(self) -> int:
         """Nothing to do: Redis expires each task's key at the end of its TTL."""
@@ -183,6 +233,23 @@ class RedisTaskStore(TaskStore):
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+def _durability_problems(reply: Any) -> list[str]:
+    """What a `CONFIG GET appendonly maxmemory-policy` reply says could lose a task.
+
+    Without an append-only file a restart forgets every task; with an eviction policy other
+    than `noeviction` a full Redis drops tasks to make room. Both are silent.
+    """
+    pairs = reply.items() if isinstance(reply, dict) else zip(reply[::2], reply[1::2], strict=True)
+    settings = {_text(k): _text(v) for k, v in pairs}
+    problems = []
+    if settings.get("appendonly") != "yes":
+        problems.append("appendonly is not yes (a restart would forget every task)")
+    policy = settings.get("maxmemory-policy", "noeviction")
+    if policy != "noeviction":
+        problems.append(f"maxmemory-policy is {policy} (a full Redis would evict tasks)")
+    return problems
 
 
 def _text(value: str | bytes) -> str:

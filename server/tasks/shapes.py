@@ -7,13 +7,14 @@ and results travel, and what the status message says.
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from server.core.store import StoreUnavailable
+from server.core.store import StoreUnavailable, store_error
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
-from server.protocol.jsonrpc import INTERNAL_ERROR, MISSING_CLIENT_CAPABILITY, RpcError
+from server.protocol.jsonrpc import MISSING_CLIENT_CAPABILITY, RpcError
 from server.tasks.store import COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord
 
 #: The two wire forms of the task methods.
@@ -98,6 +99,12 @@ def detailed_task(record: TaskRecord) -> dict[str, Any]:
 
 #: Between a task id's unique part and the store epoch it was created in.
 EPOCH_MARK = ".e"
+#: A task id this server could have issued: the tool, a random UUID, maybe an epoch (the
+#: Redis store's are eight hex digits).
+TASK_ID = re.compile(
+    r"(?s:.+)_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+    r"(?:\.e(?P<epoch>[0-9a-f]{8}))?"
+)
 
 
 def task_id_in(tool: str, epoch: str | None) -> str:
@@ -106,10 +113,15 @@ def task_id_in(tool: str, epoch: str | None) -> str:
     return f"{unique}{EPOCH_MARK}{epoch}" if epoch else unique
 
 
+def well_formed(task_id: str) -> bool:
+    """Whether `task_id` has the form of the ids this server issues (any other is not found)."""
+    return TASK_ID.fullmatch(task_id) is not None
+
+
 def epoch_of(task_id: str) -> str | None:
-    """The store epoch a task id was created in, or None when it names none."""
-    _, mark, epoch = task_id.rpartition(EPOCH_MARK)
-    return epoch if mark and epoch else None
+    """The store epoch a well-formed task id was created in, or None when it names none."""
+    found = TASK_ID.fullmatch(task_id)
+    return found["epoch"] if found is not None else None
 
 
 def related_task(task_id: str) -> dict[str, Any]:
@@ -118,5 +130,5 @@ def related_task(task_id: str) -> dict[str, Any]:
 
 
 def store_unavailable(exc: StoreUnavailable) -> RpcError:
-    """The JSON-RPC error for a store that failed or timed out."""
-    return RpcError(INTERNAL_ERROR, f"Task store error: {exc}", http_status=503)
+    """The JSON-RPC error for a store that failed, timed out, or is full."""
+    return store_error(exc, "Task store error: ")

@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from server.core.store import StoreFull, StoreUnavailable
+
 #: Task statuses (the seed's and the extension's are the same five).
 WORKING = "working"
 INPUT_REQUIRED = "input_required"
@@ -128,8 +130,22 @@ class TooManyTasks(Exception):
         self.limit = limit
 
 
+class StoreVolatile(StoreUnavailable):
+    """The task store could lose a task it acknowledged (no append-only file, or eviction):
+    new tasks are refused until it is durable (or the replica is told to accept that)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        Exception.__init__(self, "task store could lose tasks: " + "; ".join(problems))
+        self.store = "task"
+        self.operation = "create"
+        self.problems = problems
+
+
 class TaskStore(ABC):
     """Where tasks live; every method may raise `StoreUnavailable`."""
+
+    #: Whether the store names the lives of its data (`epoch`); see there.
+    has_epochs = False
 
     @abstractmethod
     async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
@@ -193,6 +209,11 @@ class TaskStore(ABC):
     async def close(self) -> None:
         """Release connections."""
 
+    @abstractmethod
+    async def claim_once(self, key: str, ttl_s: float) -> bool:
+        """Claim `key` for `ttl_s` seconds in this store: True for the first claim only
+        (`server.core.store.SingleUse`; the MRTR attempt's single-use states live here)."""
+
     async def durability_problems(self) -> list[str]:
         """Settings under which this store could lose a task it acknowledged (none here:
         an in-process store is this replica's memory, and says so in its name)."""
@@ -210,23 +231,40 @@ class TaskStore(ABC):
 
 
 class InProcessTaskStore(TaskStore):
-    """Tasks in this replica's memory: one replica only, or tests."""
+    """Tasks in this replica's memory: one replica only, or tests.
 
-    def __init__(self) -> None:
+    It keeps at most `max_bytes` of tasks (as JSON); a write that would take it beyond
+    raises `StoreFull`, as a Redis at its `maxmemory` does.
+    """
+
+    def __init__(self, *, max_bytes: int) -> None:
         # Serialized like Redis, so both stores share one behaviour (copies, JSON only).
         #: task id -> (version, JSON, expires_at_ms, principal, created_at_ms)
         self._tasks: dict[str, tuple[int, str, int, str, int]] = {}
         #: Each principal's tasks as sorted (created_at_ms, task_id): the list's index.
         self._index: dict[str, list[ListKey]] = {}
+        self.max_bytes = max_bytes
+        #: What the tasks' JSON adds up to (ASCII: one byte a character).
+        self.stored_bytes = 0
+        #: Single-use keys claimed, and when (monotonic) each may be forgotten.
+        self._claims: dict[str, float] = {}
+        self._next_claim_sweep = 0.0
+
+    def _make_room(self, operation: str, more_bytes: int) -> None:
+        if more_bytes > 0 and self.stored_bytes + more_bytes > self.max_bytes:
+            raise StoreFull("task", operation)
+        self.stored_bytes += more_bytes
 
     async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:
         keys = self._index.setdefault(record.principal, [])
         if max_live and self._live(keys) >= max_live:
             raise TooManyTasks(max_live)
+        text = record.to_json()
+        self._make_room("create", len(text))
         record.version = 0
         self._tasks[record.task_id] = (
             0,
-            record.to_json(),
+            text,
             record.expires_at_ms,
             record.principal,
             record.created_at_ms,
@@ -266,7 +304,9 @@ class InProcessTaskStore(TaskStore):
         entry = self._tasks.get(record.task_id)
         if entry is None or entry[0] != record.version:
             return False
-        self._tasks[record.task_id] = (record.version + 1, record.to_json(), *entry[2:])
+        text = record.to_json()
+        self._make_room("update", len(text) - len(entry[1]))
+        self._tasks[record.task_id] = (record.version + 1, text, *entry[2:])
         return True
 
     async def sweep(self) -> int:
@@ -277,13 +317,26 @@ class InProcessTaskStore(TaskStore):
         return len(expired)
 
     def _remove(self, task_id: str) -> None:
-        _, _, _, principal, created_at_ms = self._tasks.pop(task_id)
+        _, text, _, principal, created_at_ms = self._tasks.pop(task_id)
+        self.stored_bytes -= len(text)
         keys = self._index.get(principal, [])
         at = bisect.bisect_left(keys, (created_at_ms, task_id))
         if at < len(keys) and keys[at] == (created_at_ms, task_id):
             del keys[at]
         if not keys:
             self._index.pop(principal, None)
+
+    async def claim_once(self, key: str, ttl_s: float) -> bool:
+        now = time.monotonic()
+        if now >= self._next_claim_sweep:
+            # Expired claims go at most once a second, not on every claim.
+            self._next_claim_sweep = now + 1.0
+            self._claims = {k: until for k, until in self._claims.items() if until > now}
+        until = self._claims.get(key)
+        if until is not None and until > now:
+            return False
+        self._claims[key] = now + ttl_s
+        return True
 
     async def close(self) -> None:
         """Nothing to release: the tasks go with the process."""

@@ -11,8 +11,12 @@ from server.tasks.redis_store import RedisTaskStore
 from server.tasks.store import InProcessTaskStore, TaskStore
 
 
-def open_task_store(spec: str, *, timeout_s: float) -> TaskStore:
-    """The store named by configuration: `memory`, or a `redis://` URL."""
+def open_task_store(
+    spec: str, *, timeout_s: float, max_memory_bytes: int, volatile_ok: bool = False
+) -> TaskStore:
+    """The store named by configuration: `memory` (holding at most `max_memory_bytes`), or
+    a `redis://` URL (bounded by the Redis's own maxmemory; creating tasks only while it is
+    durable, unless `volatile_ok`)."""
     if spec == "memory":
-        return InProcessTaskStore()
-    return RedisTaskStore(spec, timeout_s=timeout_s)
+        return InProcessTaskStore(max_bytes=max_memory_bytes)
+    return RedisTaskStore(spec, timeout_s=timeout_s, volatile_ok=volatile_ok)

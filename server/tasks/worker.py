@@ -33,7 +33,7 @@ from typing import Any
 from server.core.catalog import Catalog
 from server.core.context import Caller, Context, InputRequired, MrtrChannel, Notify, Replica
 from server.core.store import StoreUnavailable
-from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError
+from server.protocol.jsonrpc import INTERNAL_ERROR, RpcError, json_size
 from server.tasks.store import (
     COMPLETED,
     FAILED,
@@ -70,12 +70,15 @@ class TaskWorker:
         replica: Replica,
         *,
         lease_s: float,
+        max_result_bytes: int,
         on_takeover: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.catalog = catalog
         self.replica = replica
         self.lease_s = lease_s
+        #: The largest result a task keeps (it stays until the task expires, up to a day).
+        self.max_result_bytes = max_result_bytes
         #: Called each time this replica takes a task over (the takeover metric).
         self.on_takeover = on_takeover
         self._running: dict[str, asyncio.Task[None]] = {}
@@ -189,6 +192,13 @@ class TaskWorker:
         except Exception:
             log.exception("task %s: tool %s crashed", record.task_id, record.tool)
             return _failed(RpcError(INTERNAL_ERROR, "Internal error in the tool").to_error())
+        size, limit = json_size(result), self.max_result_bytes
+        if size > limit:
+            # Kept until the task expires: the tool's failure to keep it small, told as such.
+            message = (
+                f"the task's result is {size} bytes as JSON; this server keeps at most {limit}"
+            )
+            return _failed(RpcError(INTERNAL_ERROR, message, {"limit": limit}).to_error())
         return _completed(result)
 
     async def _keep_lease(self, task_id: str, run: int, job: asyncio.Task[None]) -> None:

@@ -40,7 +40,11 @@ RESOLUTION_SCHEMA = {
 DUPLICATE_SCHEMA = {
     "type": "object",
     "properties": {
-        "duplicateOfId": {"type": "number", "description": "Work item ID of the original bug"}
+        "duplicateOfId": {
+            "type": "number",
+            "minimum": 1,
+            "description": "Work item ID of the original bug",
+        }
     },
     "required": ["duplicateOfId"],
 }
@@ -292,6 +296,9 @@ def demo_catalog(tool_version: int = 1) -> Catalog:
             },
             "required": ["name"],
         },
+        # A machine billed by the hour: the confirmed round must create one task, however
+        # many times it is sent.
+        side_effects=True,
         execution={"taskSupport": "required"},
     )(provision_vm)
     catalog.prompt("greeting", "A greeting for you; asks your name first.")(greeting)

@@ -3,7 +3,7 @@
 The lab uses HS256 tokens whose `sub` claim is the principal; every replica shares the
 secret. No header means the anonymous principal. A token that is present but invalid is
 an HTTP 401, because guessing a principal would let state minted for one user open for
-another.
+another; so is a token whose `sub` is the anonymous principal's name.
 """
 
 from __future__ import annotations
@@ -52,6 +52,10 @@ class Authenticator:
         subject = claims["sub"]
         if not isinstance(subject, str) or not subject:
             raise AuthError("invalid token: sub must be a non-empty string")
+        if subject == ANONYMOUS:
+            # Callers without a token act as this principal: a token naming it would open
+            # their requestState, their tasks and their sessions.
+            raise AuthError(f"invalid token: sub {ANONYMOUS!r} is reserved for callers without one")
         if len(self._cache) >= self._cache_size:
             self._cache.clear()
         self._cache[token] = (subject, float(claims.get("exp", time.time() + 60)))

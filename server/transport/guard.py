@@ -10,14 +10,23 @@ alike):
   this machine while the server is bound to loopback. `Origin: null` (sandboxed frames,
   files) is never allowed. Clients that are not browsers send no Origin;
 - on a loopback bind, `Host` must name this machine (DNS-rebinding protection);
+- a replica still on the public development key or secret serves this machine only: a
+  request from another machine, or relayed by a proxy (`X-Forwarded-For`, `Forwarded`,
+  `X-Real-IP`), is refused, whatever address the replica is bound to;
 - an `Authorization` header, when present, must prove a principal; with `require_auth`
-  it must be present.
+  (the default beyond loopback) it must be present.
+
+`/healthz` and `/metrics` pass a smaller door (`admit_probe`): a `Host` naming another
+machine is refused on a loopback bind as above (a health checker that sends no `Host` is
+no browser, and passes), and `/metrics` asks for its own bearer token when one is set.
 
 A refusal is a finished HTTP response: 400, 403, or 401 with `WWW-Authenticate`.
 """
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import time
 from collections.abc import Iterable, Mapping
 
@@ -25,7 +34,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from server.protocol import jsonrpc
-from server.protocol.jsonrpc import RpcError
+from server.protocol.jsonrpc import RpcError, too_many_requests
 from server.transport.auth import ANONYMOUS, Authenticator, AuthError
 from server.transport.streamable import (
     RepeatedHeader,
@@ -60,12 +69,18 @@ class Guard:
         allowed_origins: Iterable[str] = (),
         require_auth: bool = False,
         rate_per_s: float = 0.0,
+        public_keys: Iterable[str] = (),
+        metrics_token: str = "",
     ) -> None:
         self.authenticator = authenticator
         self.rate = RateLimit(rate_per_s) if rate_per_s > 0 else None
         self.loopback_only = loopback_only
         self.allowed_origins = frozenset(normal_origin(o) for o in allowed_origins)
         self.require_auth = require_auth
+        #: The secrets still on their public development values (by environment name),
+        #: which may serve this machine only; empty when none is, or when that is allowed.
+        self.public_keys = tuple(public_keys)
+        self.metrics_token = metrics_token
 
     def admit_request(self, scope: Scope) -> tuple[dict[str, str], str]:
         """The headers of the request in ASGI `scope` and the principal it acts for.
@@ -76,12 +91,25 @@ class Guard:
             headers = request_headers(scope)
         except RepeatedHeader as exc:
             raise Refused(_refusal(400, f"Bad request: {exc}")) from None
+        if self.public_keys and not from_this_machine(scope, headers):
+            raise Refused(
+                _refusal(
+                    403,
+                    "Forbidden: this server runs with the public development "
+                    f"{' and '.join(self.public_keys)}, which anyone can forge state and "
+                    "tokens with, so it serves this machine only",
+                )
+            )
         principal = self.admit(headers)
         if self.rate is not None:
             wait_s = self.rate.wait_s(principal)
             if wait_s > 0:
                 # A retry loop gone wrong (or abuse) is throttled here, before any work.
-                response = _refusal(429, "Too many requests: slow down")
+                rate = self.rate.rate_per_s
+                refusal = too_many_requests(
+                    f"Too many requests: slow down (limit {rate:g} per second)", round(rate)
+                )
+                response = error_response(None, refusal)
                 response.headers["Retry-After"] = str(max(1, round(wait_s)))
                 raise Refused(response)
         return headers, principal
@@ -103,6 +131,22 @@ class Guard:
         except AuthError as exc:
             raise Refused(_unauthorized(f"Unauthorized: {exc}", "invalid_token")) from None
 
+    def admit_probe(self, scope: Scope, *, metrics: bool = False) -> None:
+        """Let a request to /healthz (or, with `metrics`, /metrics) in; raises `Refused`."""
+        try:
+            headers = request_headers(scope)
+        except RepeatedHeader as exc:
+            raise Refused(_refusal(400, f"Bad request: {exc}")) from None
+        if self.loopback_only and "host" in headers and not is_local_host(headers):
+            raise Refused(_refusal(403, "Forbidden host"))
+        if metrics and self.metrics_token:
+            scheme, _, token = headers.get("authorization", "").partition(" ")
+            proven = scheme.lower() == "bearer" and hmac.compare_digest(
+                token.strip().encode(), self.metrics_token.encode()
+            )
+            if not proven:
+                raise Refused(_unauthorized("Unauthorized: /metrics needs its token", None))
+
     def origin_allowed(self, origin: str) -> bool:
         """Whether a page at `origin` may call this server."""
         normal = normal_origin(origin)
@@ -111,6 +155,27 @@ class Guard:
         if normal in self.allowed_origins:
             return True
         return self.loopback_only and is_loopback_origin(normal)
+
+
+#: Headers by which a proxy says whom it relays a request for.
+RELAY_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
+
+
+def from_this_machine(scope: Scope, headers: Mapping[str, str]) -> bool:
+    """Whether a request comes from this machine itself: a loopback peer (or a Unix socket),
+    and no proxy saying it relays someone else's."""
+    for name in RELAY_HEADERS:
+        if name in headers:
+            return False
+    client = scope.get("client")
+    if not client:
+        return True  # a Unix socket: only this machine reaches it
+    try:
+        return ipaddress.ip_address(client[0]).is_loopback
+    except ValueError:
+        # A name, not an address: a client in this very process (Starlette's TestClient
+        # calls itself "testclient"). A network server gives the peer's address.
+        return True
 
 
 class RateLimit:

@@ -6,6 +6,8 @@ own parsing matters (repeated headers, origins), else to the app in process.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import os
 import subprocess
@@ -23,7 +25,9 @@ from starlette.testclient import TestClient
 
 from server.app import create_app
 from server.client import SEED, Exchange, McpError, MrtrClient, accept, task_capabilities
+from server.config import ServerConfig, StateKey
 from server.harness.process import ServerProcess
+from server.keys import DEV_JWT_SECRET, DEV_STATE_KEY
 from server.mrtr.state import Origin, StateSealer
 from server.protocol.jsonrpc import (
     INTERNAL_ERROR,
@@ -40,6 +44,7 @@ from tests.server.conftest import JWT_SECRET, KEY_A, make_config, state_keys_env
 from tests.server.test_bad_input import call_body, headers
 
 WEATHER = {"location": "Paris"}
+DEV_KEY = base64.b64decode(DEV_STATE_KEY)
 LOCAL = "http://127.0.0.1"
 
 
@@ -78,7 +83,11 @@ def test_a_page_origin_must_be_allowed(replica: ServerProcess, origin: str, stat
 
 
 def test_origin_is_checked_on_a_non_loopback_bind_too() -> None:
-    app = create_app(make_config(loopback_only=False, allowed_origins=("https://ok.example",)))
+    app = create_app(
+        make_config(
+            loopback_only=False, allow_anonymous=True, allowed_origins=("https://ok.example",)
+        )
+    )
     with TestClient(app, base_url="http://mcp.example.com") as http:
         body = call_body("get_weather", WEATHER)
         sent = headers("tools/call", "get_weather")
@@ -315,3 +324,29 @@ def test_the_server_never_issues_a_state_it_would_refuse() -> None:
             client.send(exchange)
     assert refused.value.code == INVALID_PARAMS
     assert "outgrew" in refused.value.message
+
+
+def test_the_development_keys_serve_no_peer_beyond_this_machine() -> None:
+    body = call_body("get_weather", WEATHER)
+    sent = headers("tools/call", "get_weather")
+    public = ServerConfig(state_keys=(StateKey("dev", DEV_KEY),), jwt_secret=DEV_JWT_SECRET)
+    with TestClient(create_app(public), base_url=LOCAL, client=("203.0.113.5", 4000)) as far:
+        refused = far.post("/mcp", json=body, headers=sent)
+    assert refused.status_code == 403
+    assert "MRTR_STATE_KEYS and MRTR_JWT_SECRET" in refused.json()["error"]["message"]
+    with TestClient(create_app(public), base_url=LOCAL, client=("127.0.0.1", 4000)) as near:
+        assert near.post("/mcp", json=body, headers=sent).status_code == 200
+    allowed = dataclasses.replace(public, allow_development_keys=True)
+    with TestClient(create_app(allowed), base_url=LOCAL, client=("203.0.113.5", 4000)) as far:
+        assert far.post("/mcp", json=body, headers=sent).status_code == 200
+
+
+def test_metrics_ask_for_their_token_when_one_is_set() -> None:
+    app = create_app(make_config(metrics_token="scrape-me"))
+    with TestClient(app, base_url=LOCAL) as http:
+        assert http.get("/metrics").status_code == 401
+        wrong = http.get("/metrics", headers={"Authorization": "Bearer guess"})
+        assert wrong.status_code == 401
+        right = http.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
+        assert right.status_code == 200 and "mcp_requests_total" in right.text
+        assert http.get("/healthz").status_code == 200  # a load balancer needs no token

@@ -105,13 +105,15 @@ def test_every_demo_tool_runs_the_same_handler_under_legacy(replica: str) -> Non
     assert "octocat" in greeting.result["messages"][0]["content"]["text"]
 
 
-def test_an_answer_that_does_not_fit_is_asked_again(replica: str) -> None:
+def test_an_answer_that_does_not_fit_is_asked_again_saying_why(replica: str) -> None:
     answers = iter([accept(login="no name field"), accept(name="second-try")])
     handlers = Handlers(elicit=lambda params: next(answers))
     with LegacyClient(f"{replica}/mcp", handlers=handlers) as client:
         done = client.call_tool("get_weather", {"location": "Oslo"})
     first, second = done.server_requests
-    assert first["id"] != second["id"] and first["params"] == second["params"]
+    assert first["id"] != second["id"]
+    why = '\n\nYour last answer was not accepted: "name" is a required property'
+    assert second["params"] == {**first["params"], "message": first["params"]["message"] + why}
     assert "second-try" in done.text
 
 
@@ -246,7 +248,9 @@ def test_deleting_the_session_ends_its_held_calls(replica: str) -> None:
 
 def test_the_memory_estimate_is_of_the_order_of_the_measured_working_set() -> None:
     """Hold many calls in a replica process; compare its RSS growth with the estimate."""
-    with ServerProcess() as server:
+    # The probe holds its 200 calls as one anonymous principal: the per-principal cap on
+    # held calls (32 by default) is lifted for it.
+    with ServerProcess(args=["--max-held-calls-per-principal", "0"]) as server:
         held = measure_held_calls(server.base_url, server.pid, 200)
     grown, estimate = held["rss_bytes_per_call"], held["object_graph_bytes_per_call"]
     print(

@@ -21,7 +21,10 @@ def test_a_bug_before_the_message_is_read_still_answers_a_json_rpc_500(
         raise RuntimeError("a bug in the guard")
 
     monkeypatch.setattr(app.state.server.guard, "admit_request", broken)
-    with caplog.at_level(logging.ERROR, "server"), TestClient(app) as http:
+    with (
+        caplog.at_level(logging.ERROR, "server"),
+        TestClient(app, base_url="http://127.0.0.1") as http,
+    ):
         response = discover(http, headers("server/discover"))
         metrics = http.get("/metrics").text
     assert response.status_code == 500

@@ -148,7 +148,7 @@ def state_after_two_rounds(client: MrtrClient) -> str:
     return exchange.request_state
 
 
-def test_tampered_state_is_a_json_rpc_error_at_the_endpoint(client: MrtrClient) -> None:
+def test_tampered_state_is_a_json_rpc_error_at_the_endpoint(app: Any, client: MrtrClient) -> None:
     state = state_after_two_rounds(client)
     kid, body = state.split(".")
     raw = bytearray(base64.b64decode(body))
@@ -161,7 +161,9 @@ def test_tampered_state_is_a_json_rpc_error_at_the_endpoint(client: MrtrClient) 
         forged,
     )
     assert error.code == INVALID_PARAMS and error.http_status == 200
-    assert error.data == {"reason": "tampered"}
+    # Whose it was cannot be known: the caller hears only that it failed; /metrics says why.
+    assert (error.message, error.data) == ("Invalid requestState", None)
+    assert 'mrtr_request_state_failures_total{reason="tampered"} 1.0' in client_metrics(app)
 
 
 def test_state_from_another_principal_is_rejected_at_the_endpoint(app: Any) -> None:
@@ -171,7 +173,22 @@ def test_state_from_another_principal_is_rejected_at_the_endpoint(app: Any) -> N
         state = state_after_two_rounds(alice)
         args = {"workItemId": 1, "fields": {"System.State": "Resolved"}}
         error = retry_with_state(bob, "update_work_item", args, state)
-    assert error.code == INVALID_PARAMS and error.data == {"reason": "wrong_principal"}
+    # "Another principal's" would tell bob that the state he holds is genuine.
+    assert error.code == INVALID_PARAMS
+    assert (error.message, error.data) == ("Invalid requestState", None)
+    assert 'mrtr_request_state_failures_total{reason="wrong_principal"} 1.0' in client_metrics(app)
+
+
+def test_a_classroom_flag_tells_every_caller_why() -> None:
+    app = create_app(make_config(state_error_detail=True))
+    alice = MrtrClient.for_app(app, handlers=ANSWERS, token=mint_token("alice", JWT_SECRET))
+    bob = MrtrClient.for_app(app, handlers=ANSWERS, token=mint_token("bob", JWT_SECRET))
+    with alice, bob:
+        state = state_after_two_rounds(alice)
+        args = {"workItemId": 1, "fields": {"System.State": "Resolved"}}
+        error = retry_with_state(bob, "update_work_item", args, state)
+    assert error.data == {"reason": "wrong_principal"}
+    assert "another principal" in error.message
 
 
 def test_state_replayed_with_other_arguments_is_rejected_at_the_endpoint(

@@ -15,6 +15,7 @@ from loadtest.harness.redis_server import RedisServer
 from server.client import SEED, Exchange, MrtrClient, task_capabilities
 from server.harness.process import ServerProcess, free_port
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from tests.server.tasks_fixtures import RpcFailed, Wire, token
 
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
 
@@ -88,3 +89,46 @@ def test_a_task_lost_with_the_stores_data_is_reported_as_such(tmp_path: Path) ->
     assert lost.get("data", {}).get("reason") == "store_lost_data", lost
     assert "lost its data" in lost["message"]
     assert stranger["message"].startswith("Task not found")
+
+
+def create_echo(url: str) -> dict[str, object]:
+    return Wire([url], token=token("erin"))("tools/call", {"name": "echo", "task": {"ttl": 60_000}})
+
+
+def refused_once_connected(url: str) -> RpcFailed:
+    """The error of a task call, once the replica's connection to a restarted Redis is new
+    (the first call after a restart may still meet the old, broken one)."""
+    for _ in range(20):
+        with pytest.raises(RpcFailed) as refused:
+            create_echo(url)
+        if "unavailable" not in refused.value.message:
+            return refused.value
+        time.sleep(0.2)
+    raise AssertionError("the replica never reconnected")
+
+
+def test_a_redis_first_reached_after_start_is_checked_when_reached() -> None:
+    port = free_port()
+    args = ["--task-store", f"redis://127.0.0.1:{port}/0", "--task-store-timeout-s", "0.5"]
+    replica = ServerProcess(args=args, env=ENV).start()  # no Redis yet: served, unchecked
+    try:
+        with RedisServer(port=port):  # no append-only file
+            refused = refused_once_connected(replica.url)
+    finally:
+        replica.stop()
+    assert refused.http_status == 503
+    assert "could lose tasks: appendonly is not yes" in refused.message
+
+
+def test_a_redis_restarted_without_its_append_only_file_gets_no_new_tasks(tmp_path: Path) -> None:
+    durable = RedisServer(data_dir=tmp_path).start()
+    replica = ServerProcess(args=["--task-store", durable.url], env=ENV).start()
+    try:
+        assert create_echo(replica.url)["task"]
+        durable.stop()
+        with RedisServer(port=durable.port):  # the same address, now volatile
+            refused = refused_once_connected(replica.url)
+    finally:
+        replica.stop()
+        durable.stop()
+    assert "could lose tasks: appendonly is not yes" in refused.message

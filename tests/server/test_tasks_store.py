@@ -50,7 +50,7 @@ def with_store(request: pytest.FixtureRequest) -> Callable[..., None]:
             store = (
                 RedisTaskStore(url, timeout_s=1.0, prefix=f"test-{uuid.uuid4()}")
                 if url
-                else open_task_store("memory", timeout_s=1.0)
+                else open_task_store("memory", timeout_s=1.0, max_memory_bytes=1 << 24)
             )
             try:
                 await scenario(store)
@@ -149,7 +149,7 @@ def test_an_expired_task_is_gone(with_store: Callable[..., None]) -> None:
 
 def test_the_background_sweep_removes_expired_tasks_from_memory() -> None:
     async def scenario() -> None:
-        store = open_task_store("memory", timeout_s=1.0)
+        store = open_task_store("memory", timeout_s=1.0, max_memory_bytes=1 << 24)
         await store.create(record("short-1", ttl_ms=50))
         await store.create(record("short-2", ttl_ms=50))
         await store.create(record("long", ttl_ms=60_000))

@@ -92,10 +92,16 @@ class OutageStore(InProcessTaskStore):
 
 def test_a_checkpoint_the_store_refuses_stops_the_run_and_another_replica_finishes_it() -> None:
     async def main() -> TaskRecord:
-        store = OutageStore()
+        store = OutageStore(max_bytes=1 << 24)
         catalog = demo_catalog()
         a, b = (
-            TaskWorker(store, catalog, Replica(name, 1, lambda: 0, 0, 0), lease_s=LEASE_S)
+            TaskWorker(
+                store,
+                catalog,
+                Replica(name, 1, lambda: 0, 0, 0),
+                lease_s=LEASE_S,
+                max_result_bytes=1 << 20,
+            )
             for name in ("a", "b")
         )
         created = now_ms()
