@@ -82,6 +82,14 @@ def head_size(scope: dict[str, Any]) -> int:
     return sum(len(name) + len(value) for name, value in scope["headers"])
 
 
+def declared_length(scope: dict[str, Any]) -> int:
+    """A request's Content-Length (0 when it has none, or a chunked body)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
 def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[asyncio.Protocol]:
     """A subclass of uvicorn's protocol `base` that enforces `limits` on every request.
 
@@ -135,9 +143,15 @@ def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[a
                 self._disarm_header_timer()
             elif self._header_timer is None:
                 if before is None or before.response_complete:
-                    # The first bytes of the next request on a kept-alive connection.
+                    # The first bytes of the next request on a kept-alive connection, or
+                    # (after an early answer) the rest of the last body, which the parser
+                    # reads and drops: the head's count starts after it.
                     self._arm_header_timer()
-                    self._head_bytes = len(data)
+                    self._head_bytes = len(data) - (
+                        declared_length(before.scope)
+                        if before is not None and before.more_body
+                        else 0
+                    )
                 elif self._body_timer is not None:
                     self._body_bytes += len(data)
 
