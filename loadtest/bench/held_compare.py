@@ -30,7 +30,10 @@ class HeldServer(ChildProcess):
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         if name == "lab":
-            command = [sys.executable, "-m", "server", "--port", str(port), *STACK]
+            # One principal holds every measured call, the per-principal cap lifted: what a
+            # held call weighs is measured, as on the SDK's server, which has no cap.
+            uncapped = ["--max-held-calls-per-principal", "0"]
+            command = [sys.executable, "-m", "server", "--port", str(port), *STACK, *uncapped]
         else:
             command = [
                 sys.executable, "-m", "uvicorn", "--port", str(port), "--log-level", "warning",

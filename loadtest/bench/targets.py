@@ -30,7 +30,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from loadtest.bench import compiled_lab
 from loadtest.bench.peers import typescript
-from loadtest.bench.rounds import SHED_EVERY_UNITS, call_body, headers_for, rounds_for
+from loadtest.bench.rounds import (
+    BENCH_RATE_PER_S,
+    SHED_EVERY_UNITS,
+    call_body,
+    headers_for,
+    rounds_for,
+)
 from loadtest.bench.rounds import check as check_rounds
 from loadtest.bench.wrk import run_wrk
 from server.harness.process import ChildProcess, pinned, wait_until_healthy
@@ -39,8 +45,18 @@ STACK = ["--loop", "uvloop", "--http", "httptools"]
 SERVERS = ("bare", "lab", "sdk", "ts", "ts-hmac")
 #: Servers the bench runs only when asked (`--servers`): the lab compiled by mypyc, the floor.
 OPTIONAL_SERVERS = ("lab-mypyc", "floor")
-#: The lab sheds `crunch` after every unit, so its `shed` round is all requestState.
-LAB_OPTIONS = ["--shed-every-units", str(SHED_EVERY_UNITS)]
+#: The lab sheds `crunch` after every unit, so its `shed` round is all requestState. wrk
+#: sends every round as one principal, on many connections at once: its rate per principal
+#: is raised past what wrk sends (`BENCH_RATE_PER_S`), and its cap on one principal's
+#: CPU-heavy calls at once lifted (a `shed` round does one unit, but is a crunch call).
+LAB_OPTIONS = [
+    "--shed-every-units",
+    str(SHED_EVERY_UNITS),
+    "--rate-per-principal",
+    str(BENCH_RATE_PER_S),
+    "--max-cpu-calls-per-principal",
+    "0",
+]
 
 
 @dataclass

@@ -14,6 +14,10 @@ pid when the cluster goes down, also after an error (`with Cluster(...) as clust
 State keys are prepared for rotation from the start: replicas seal with the current key
 and already open with the next one, so a rolling upgrade can switch sealing to the next
 key without any replica ever meeting a key it does not know.
+
+The cluster's token secret is its own too, and its simulated users each act as a
+principal of their own (`user_headers`): a replica's caps are per principal, and every
+caller without a token is the one anonymous principal.
 """
 
 from __future__ import annotations
@@ -32,8 +36,13 @@ import httpx
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
 from loadtest.harness.redis_server import RedisServer
+from server.harness.principals import user_headers
 from server.harness.process import ServerProcess, free_port
 from server.tools.demo import demo_catalog
+
+#: Where a run hands its simulated users in other processes (Locust's) the cluster's
+#: token secret, so that each mints a token of its own.
+USERS_SECRET_ENV = "LOADTEST_JWT_SECRET"
 
 
 def task_tools(tool_mix: dict[str, float]) -> list[str]:
@@ -176,6 +185,11 @@ class Cluster:
         found = [self.lb.pid if self.lb else None, self.redis.pid if self.redis else None]
         found += [r.pid for r in self.replicas.values()]
         return [p for p in found if p is not None]
+
+    def user_headers(self, principal: str | None = None) -> dict[str, str]:
+        """The Authorization header of one simulated user: a principal of its own (a fresh
+        one unless named), held to its own caps."""
+        return user_headers(self.jwt_secret, principal)
 
     # -- replicas ----------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ time, size 0, an exception unless it completed) and sends its record to the mast
 (`loadtest.swarm.call_relay`), which appends it to the file named by `LOADTEST_CALLS_FILE`
 when set (what `python -m loadtest scenario` summarises). Its HTTP requests are `POST`
 rows named for their round kind, counted per replica as well (`loadtest.swarm.locust_stats`).
-Settings come from `LOADTEST_CONFIG` (JSON of `LoadTestConfig` fields). The same file runs
+Settings come from `LOADTEST_CONFIG` (JSON of `LoadTestConfig` fields). Each user is a
+principal of its own, with a token signed with the cluster's secret (`LOADTEST_JWT_SECRET`;
+without it, every user is the one anonymous principal). The same file runs
 in Locust's distributed mode (`--master` / `--worker`): records reach the master however
 many workers and machines run the users.
 """
@@ -26,7 +28,7 @@ import gevent
 from locust import FastHttpUser, events, task
 
 from loadtest.config import LoadTestConfig
-from loadtest.harness.cluster import task_tools
+from loadtest.harness.cluster import USERS_SECRET_ENV, task_tools
 from loadtest.swarm import call_relay
 from loadtest.swarm.locust_stats import CALL, REPLICA_COUNTS, install, round_kind
 from loadtest.users.flows import CallRecord, run_mrtr_flow
@@ -34,6 +36,7 @@ from loadtest.users.http_interface import HttpReply, StreamCut, StreamReply
 from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
 from loadtest.users.simulated_user import ThinkTime, tool_arguments
 from loadtest.users.task_flow import WIRES, run_task_flow
+from server.harness.principals import user_headers
 from server.protocol.jsonrpc import json_object
 
 CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
@@ -79,6 +82,8 @@ class FlowUser(FastHttpUser):
         self.rng = random.Random()
         self.think = ThinkTime(CONFIG.think_time_median_s, CONFIG.think_time_sigma, self.rng)
         self.path = "/mcp"
+        # A principal of its own: the replicas' caps are per principal.
+        self.auth = user_headers(os.environ.get(USERS_SECRET_ENV))
         if CONFIG.pacing_s:
             # The first call waits an exponential gap as every later one does: users spawned
             # together (Locust starts a second's worth at once) then offer a Poisson stream
@@ -99,7 +104,7 @@ class FlowUser(FastHttpUser):
         with self.client.post(
             self.path,
             data=json.dumps(body),
-            headers=headers,
+            headers={**headers, **self.auth},
             name=kind,
             catch_response=True,
         ) as response:
@@ -120,7 +125,7 @@ class FlowUser(FastHttpUser):
         with self.client.post(
             self.path,
             data=json.dumps(body),
-            headers=headers,
+            headers={**headers, **self.auth},
             name=kind,
             stream=True,
             catch_response=True,

@@ -41,7 +41,7 @@ from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner
 from locust.stats import stats_history
 
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.harness.cluster import Cluster
+from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
 from loadtest.swarm import lab_tab
 from loadtest.swarm.call_relay import LOCAL_WORKER, CallCollector
 from loadtest.swarm.lab_control import ClusterControl, FaultRefused, TargetControl
@@ -170,6 +170,10 @@ def run_swarm(
         if plan.target is None:
             cluster = stack.enter_context(Cluster(config, workdir=work / "c"))
         url = cluster.url if cluster is not None else str(plan.target)
+        # Each user mints a token of its own with the cluster's secret (a target's, when
+        # MRTR_JWT_SECRET names it), here and in the workers, which inherit the environment.
+        secret = cluster.jwt_secret if cluster else os.environ.get("MRTR_JWT_SECRET", "")
+        os.environ[USERS_SECRET_ENV] = secret
         env = _environment(config, url, plan.headless)
         runner = (
             env.create_master_runner(plan.master_bind, plan.master_port)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.config import LoadTestConfig
-from loadtest.harness.cluster import Cluster
+from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
 from loadtest.harness.upgrade import rolling_upgrade
 from loadtest.swarm.locust_stats import REPLICAS_FILE_ENV, read_per_replica
 from loadtest.swarm.summary import read_calls, summarize
@@ -117,6 +117,7 @@ def run_scenario(
                 "LOADTEST_CONFIG": json.dumps(dataclasses.asdict(config)),
                 "LOADTEST_CALLS_FILE": str(calls_path),
                 "LOADTEST_STARTED_FILE": str(started_path),
+                USERS_SECRET_ENV: cluster.jwt_secret,
                 REPLICAS_FILE_ENV: str(replicas_path),
                 "PYTHONWARNINGS": "ignore",
             }

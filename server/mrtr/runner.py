@@ -104,7 +104,7 @@ class MrtrAttempt:
                 f"state:{opened.nonce.hex()}", max(opened.seconds_left, 0.0) + 1.0
             )
         except StoreUnavailable as exc:
-            raise store_error(exc, "Single-use check failed: ") from exc
+            raise store_error(exc, f"{exc.store.capitalize()} store error: ") from exc
         if not first:
             self.metrics.state_failures.labels("used").inc()
             raise invalid_params(
