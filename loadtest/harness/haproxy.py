@@ -44,8 +44,14 @@ def render_config(
     health_check_timeout_ms: int = 2000,
     stream_timeout_s: float = 60.0,
     max_connections_per_server: int = 512,
+    request_timeout_s: float = 10.0,
 ) -> str:
-    """An haproxy.cfg for the lab's cluster."""
+    """An haproxy.cfg for the lab's cluster.
+
+    `request_timeout_s` bounds a whole request, headers and body, from its first byte: it
+    matches the replicas' own header and body timeouts (`--header-timeout-s`,
+    `--body-timeout-s`).
+    """
     cookie = "    cookie SERVERID insert indirect nocache\n" if sticky else ""
     servers = "".join(
         f"    server {b.name} 127.0.0.1:{b.port} check inter {health_check_interval_ms}"
@@ -60,8 +66,13 @@ def render_config(
 defaults
     mode http
     timeout connect 2s
-    # A client must send its headers promptly: idle and slow-header sockets are cut.
-    timeout http-request 10s
+    # A client must send its whole request promptly: HAProxy waits for the body before it
+    # picks a replica (http-buffer-request), and the request timeout covers the body too,
+    # so idle, slow-header and slow-body sockets are cut here (408) and never hold a
+    # replica's connection. Bodies larger than HAProxy's buffer (16 KiB) go on once it
+    # is full, under the replicas' own body timeout.
+    option http-buffer-request
+    timeout http-request {round(request_timeout_s * 1000)}ms
     # SSE streams stay open while a user thinks; the replicas' keep-alive comments (every
     # 15 s) keep them active, so a minute without a byte means the peer is gone.
     timeout client {round(stream_timeout_s * 1000)}ms
@@ -72,6 +83,10 @@ defaults
     # is slow but alive stays in rotation (a crashed one refuses the connection at once).
     timeout check {health_check_timeout_ms}ms
     option redispatch
+    # A client that closes its connection aborts its request at the replica too, not only
+    # in the queue: otherwise a replica goes on serving (or waiting, as tasks/result does)
+    # for a client that left, holding one of its connections (maxconn) per abandoned call.
+    option abortonclose
     option http-no-delay
     retries 2
     # Only requests that never reached a replica are retried here; a request cut by a

@@ -13,8 +13,10 @@ such work runs elsewhere:
   thread computing in pure Python holds the interpreter's lock but for a switch every
   5 ms (hashlib lets go of it only for inputs of 2 KiB or more; `crunch` hashes 40 bytes
   a step), so the loop waits its turn at every step of every request; processes leave the
-  loop its own interpreter. The workers run at a lower CPU priority (nice 10): on a
-  busy machine the replicas' loops come first.
+  loop its own interpreter. The workers run at the lowest CPU priority Linux has
+  (SCHED_IDLE; elsewhere nice 10): they compute on what the replicas leave, and a
+  replica woken by a request takes its core back at once. On a machine busy with
+  serving, CPU-heavy calls wait: serving comes first.
 - **in slices** of about `SLICE_MS` of CPU: a call hands over one slice, awaits it, and
   hands over the next, so the pool's queue interleaves every caller's slices (a
   legitimate call waits for slices, not for someone's whole second), and a call whose
@@ -47,7 +49,7 @@ from server.protocol.jsonrpc import too_many_requests
 T = TypeVar("T")
 
 #: CPU a call hands to the pool at a time, milliseconds.
-SLICE_MS = 10.0
+SLICE_MS = 25.0
 #: How much lower the workers' CPU priority is than the replica's (`nice`).
 WORKER_NICENESS = 10
 #: How often a worker looks whether its replica is still alive, seconds.
@@ -60,7 +62,10 @@ def _worker_start(parent_pid: int, modules: tuple[str, ...]) -> None:
     A worker waits for jobs on a pipe whose writing end it holds itself, so it would
     outlive a replica that was killed; it watches for that and exits.
     """
-    os.nice(WORKER_NICENESS)
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        os.nice(WORKER_NICENESS)
     for module in modules:
         importlib.import_module(module)
 

@@ -25,8 +25,6 @@ from server.protocol.content import tool_result
 
 #: Hash units `crunch` does on the loop between looks at the load and the shedding knob.
 CRUNCH_CHUNK_UNITS = 1000
-#: Hash units one slice handed to a worker process does (about 5 ms of CPU).
-CRUNCH_POOL_SLICE_UNITS = 10_000
 #: Hash units per millisecond of CPU, about, on the lab's machine: sizes the estimate
 #: that decides between the loop and the workers.
 CRUNCH_UNITS_PER_MS = 2000
@@ -35,6 +33,9 @@ CRUNCH_MAX_UNITS = 2_000_000
 #: Units an attempt does before load may move it: every move costs a round trip and a
 #: seal, so a replica sheds only after doing a useful slice (about 10 ms of hashing).
 CRUNCH_MIN_SLICE_UNITS = 20_000
+#: Units one slice handed to a worker process does: the first point where load may move
+#: the call is then the same in the workers as on the loop.
+CRUNCH_POOL_SLICE_UNITS = CRUNCH_MIN_SLICE_UNITS
 
 
 _START = hashlib.sha256(b"crunch").hexdigest()

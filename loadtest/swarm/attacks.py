@@ -1,0 +1,335 @@
+"""Attacks on a cluster's availability, each bounded in seconds and sockets: what the soak
+runs beside its legitimate users (`loadtest.swarm.soak`).
+
+    slow-bodies      sockets that send whole headers and `Content-Length: 100`, then one
+                     byte of body; each reopened as soon as it is closed
+    abandoned-waits  `tasks/result` on a working task, each socket closed as soon as the
+                     request is sent, in waves
+    cpu-heavy        `quote` at its `cpu_ms` cap and `crunch` at its `units` cap, kept
+                     running (a refusal is tried again a moment later)
+    oversized        a 16 MiB header, a 1 MB `clientInfo`, 1 MB of task arguments and a
+                     body over the replicas' limit, again and again
+
+Each is the issue's attack as a caller would make it, from outside: raw sockets or the
+reference clients, and the tools' caps read from `tools/list`. The attacker is
+anonymous, as the issue's was. An attack runs in a process of its own
+(`AttackProcess`, `python -m loadtest.swarm.attacks`), so that its sockets and threads
+take nothing from the legitimate users' process, whose latencies are the measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import selectors
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from server.client import SEED, Exchange, Handlers, McpError, MrtrClient, accept, task_capabilities
+from server.harness.process import ChildProcess, raise_file_limit
+
+ATTACKS = ("slow-bodies", "abandoned-waits", "cpu-heavy", "oversized")
+
+
+def _yes(params: dict[str, Any]) -> dict[str, Any]:
+    fields = (params.get("requestedSchema") or {}).get("properties", {})
+    return accept(**{k: v.get("type") == "boolean" or "mallory" for k, v in fields.items()})
+
+
+#: The attacker's answer to every question: yes (or its name).
+YES = Handlers(elicit=_yes)
+#: Seconds between two waves of abandoned waits.
+WAVE_GAP_S = 1.0
+#: Calls the CPU-heavy attack keeps running (the issue's four).
+CPU_CALLS = 4
+#: Threads sending oversized requests.
+OVERSIZED_THREADS = 2
+#: Each attack's size as the issue measured it: sockets held (slow bodies: 1,100 against
+#: the HAProxy port), sockets per wave (abandoned waits: 2,100), calls kept running
+#: (four CPU-heavy calls), threads (oversized requests).
+ISSUE_SOCKETS = {
+    "slow-bodies": 1100,
+    "abandoned-waits": 2100,
+    "cpu-heavy": CPU_CALLS,
+    "oversized": OVERSIZED_THREADS,
+}
+
+
+@dataclass
+class AttackReport:
+    """What one attack did, and how the cluster answered it."""
+
+    attack: str
+    seconds: float
+    sockets: int
+    #: Requests (or sockets, for slow bodies) the attacker sent.
+    sent: int = 0
+    #: The cluster's answers by HTTP status ("closed": the connection ended without one;
+    #: "left": the attacker closed first, as it meant to), and for oversized requests by
+    #: kind too.
+    answers: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attack": self.attack,
+            "seconds": self.seconds,
+            "sockets": self.sockets,
+            "sent": self.sent,
+            "answers": dict(sorted(self.answers.items())),
+        }
+
+
+def raw_request(method: str, params: dict[str, Any], capabilities: dict[str, Any]) -> bytes:
+    """One whole 2026-07-28 request for a raw socket: its head and JSON body."""
+    headers, body = Exchange(method, params, capabilities).next_request()
+    data = json.dumps(body).encode()
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(data)}\r\n\r\n"
+    ).encode() + data
+
+
+def status_of(first_bytes: bytes) -> str:
+    """The HTTP status at the start of an answer, or "closed" for none."""
+    parts = first_bytes.split(b" ", 2)
+    return parts[1].decode() if len(parts) > 1 and parts[0].startswith(b"HTTP/") else "closed"
+
+
+def tool_cap(url: str, tool: str, argument: str) -> float:
+    """The largest value of `argument` the server's `tool` accepts (its schema's maximum)."""
+    with MrtrClient(url) as client:
+        tools = {t["name"]: t for t in client.list_tools()}
+    return float(tools[tool]["inputSchema"]["properties"][argument]["maximum"])
+
+
+def slow_bodies(host: str, port: int, seconds: float, sockets: int, report: AttackReport) -> None:
+    """Keep `sockets` requests whose body never comes; reopen each one the cluster closes."""
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 100\r\n\r\n{"
+    )
+    selector = selectors.DefaultSelector()
+
+    def open_one() -> None:
+        with contextlib.suppress(OSError):
+            sock = socket.create_connection((host, port), timeout=5)
+            sock.sendall(head)
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ)
+            report.sent += 1
+
+    deadline = time.monotonic() + seconds
+    for _ in range(sockets):
+        open_one()
+    try:
+        while time.monotonic() < deadline:
+            for key, _ in selector.select(timeout=0.1):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                try:
+                    first = sock.recv(64)
+                except OSError:
+                    first = b""
+                report.answers[status_of(first)] += 1
+                selector.unregister(sock)
+                sock.close()
+                if time.monotonic() < deadline:
+                    open_one()
+    finally:
+        for key in list(selector.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+            report.answers["left"] += 1
+        selector.close()
+
+
+def working_task(url: str) -> str:
+    """A `provision_vm` task of the attacker's that stays working for a minute."""
+    params = {
+        "name": "provision_vm",
+        "arguments": {"name": "decoy", "seconds": 60},
+        "task": {"ttl": 120_000},
+    }
+    exchange = Exchange("tools/call", params, task_capabilities(YES.capabilities(), SEED))
+    with MrtrClient(url, handlers=YES) as client:
+        result = client.run(exchange).result or {}
+    return str(result["task"]["taskId"])
+
+
+def abandoned_waits(
+    host: str, port: int, seconds: float, sockets: int, report: AttackReport
+) -> None:
+    """Waves of `sockets` `tasks/result` requests on a working task, each left at once."""
+    url = f"http://{host}:{port}/mcp"
+    capabilities = task_capabilities(YES.capabilities(), SEED)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            request = raw_request("tasks/result", {"taskId": working_task(url)}, capabilities)
+        except (McpError, httpx.HTTPError, KeyError):
+            report.answers["no task"] += 1
+            time.sleep(WAVE_GAP_S)
+            continue
+        for _ in range(sockets):
+            if time.monotonic() >= deadline:
+                break
+            with contextlib.suppress(OSError), socket.create_connection((host, port)) as sock:
+                sock.sendall(request)
+                report.sent += 1
+                report.answers["left"] += 1
+        time.sleep(WAVE_GAP_S)
+
+
+def cpu_heavy(host: str, port: int, seconds: float, sockets: int, report: AttackReport) -> None:
+    """`sockets` calls at the tools' CPU caps, kept running; a refusal is tried again."""
+    url = f"http://{host}:{port}/mcp"
+    heavy: list[tuple[str, dict[str, Any]]] = [
+        ("quote", {"cpu_ms": tool_cap(url, "quote", "cpu_ms")}),
+        ("crunch", {"units": int(tool_cap(url, "crunch", "units"))}),
+    ]
+    deadline = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def caller(index: int) -> None:
+        with MrtrClient(url, handlers=YES, backoff_s=0.01, max_rounds=64) as client:
+            turn = index
+            while time.monotonic() < deadline:
+                tool, arguments = heavy[turn % len(heavy)]
+                turn += 1
+                try:
+                    client.call_tool(tool, arguments)
+                    answer = "200"
+                except McpError as error:
+                    answer = str(error.http_status or error.code)
+                    time.sleep(0.1)  # refused: a moment, then again
+                except httpx.HTTPError:
+                    answer = "closed"
+                with lock:
+                    report.sent += 1
+                    report.answers[answer] += 1
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(sockets)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def oversized(host: str, port: int, seconds: float, sockets: int, report: AttackReport) -> None:
+    """Requests too big in each way the issue names, from `sockets` threads, again and
+    again; the answers are counted by kind."""
+    url = f"http://{host}:{port}/mcp"
+    megabyte = "x" * 1_000_000
+    legacy_init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "mallory", "version": "1", "padding": megabyte},
+        },
+    }
+    capabilities = task_capabilities(YES.capabilities(), SEED)
+    # echo runs as a task at once, its arguments kept for the task's life (a day at most).
+    big_task = raw_request(
+        "tools/call",
+        {"name": "echo", "arguments": {"padding": megabyte}, "task": {"ttl": 86_400_000}},
+        capabilities,
+    )
+    huge_header = (
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (16 << 20) + b"\r\n\r\n"
+    )
+    too_long_body = raw_request("tools/list", {"padding": "x" * 2_000_000}, capabilities)
+    deadline = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def send_raw(data: bytes) -> str:
+        try:
+            with socket.create_connection((host, port), timeout=10) as sock:
+                with contextlib.suppress(OSError):
+                    sock.sendall(data)
+                return status_of(sock.recv(64))
+        except OSError:
+            return "closed"
+
+    def sender() -> None:
+        with httpx.Client(timeout=10) as http:
+            while time.monotonic() < deadline:
+                for kind, make in (
+                    ("16 MiB header", lambda: send_raw(huge_header)),
+                    ("1 MB clientInfo", lambda: str(http.post(url, json=legacy_init).status_code)),
+                    ("1 MB task arguments", lambda: send_raw(big_task)),
+                    ("2 MB body", lambda: send_raw(too_long_body)),
+                ):
+                    try:
+                        answer = make()
+                    except httpx.HTTPError:
+                        answer = "closed"
+                    with lock:
+                        report.sent += 1
+                        report.answers[f"{kind} {answer}"] += 1
+
+    threads = [threading.Thread(target=sender) for _ in range(sockets)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+RUNS = {
+    "slow-bodies": slow_bodies,
+    "abandoned-waits": abandoned_waits,
+    "cpu-heavy": cpu_heavy,
+    "oversized": oversized,
+}
+
+
+def run_attack(attack: str, host: str, port: int, seconds: float, sockets: int) -> AttackReport:
+    """Run one attack against `host:port` in this process for `seconds`; what it did."""
+    raise_file_limit(sockets)
+    report = AttackReport(attack, seconds, sockets)
+    RUNS[attack](host, port, seconds, sockets, report)
+    return report
+
+
+class AttackProcess(ChildProcess):
+    """One attack running in a process of its own (`python -m loadtest.swarm.attacks`);
+    `join` returns its report."""
+
+    def __init__(self, attack: str, host: str, port: int, *, seconds: float, sockets: int) -> None:
+        if attack not in RUNS:
+            raise ValueError(f"unknown attack {attack!r}; one of {', '.join(ATTACKS)}")
+        self.seconds = seconds
+        command = [sys.executable, "-m", __name__, attack, host, str(port), str(seconds)]
+        self.process = subprocess.Popen(
+            [*command, str(sockets)], stdout=subprocess.PIPE, start_new_session=True
+        )
+
+    def join(self) -> dict[str, Any]:
+        """Wait for the attack to end (its seconds, and a margin to let go); its report."""
+        assert self.process is not None
+        try:
+            out, _ = self.process.communicate(timeout=self.seconds + 60)
+        finally:
+            self.stop()
+        report: dict[str, Any] = json.loads(out)
+        return report
+
+
+def main(argv: list[str]) -> None:
+    """python -m loadtest.swarm.attacks ATTACK HOST PORT SECONDS SOCKETS: its report as JSON."""
+    attack, host, port, seconds, sockets = argv
+    report = run_attack(attack, host, int(port), float(seconds), int(sockets))
+    print(json.dumps(report.as_dict()))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
