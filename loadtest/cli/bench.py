@@ -4,6 +4,8 @@ bench      the lab's server side by side with its peers under wrk, every round k
            or only requestState (--state), a held call's memory (--held), or
            instructions per request (--instructions)
 soak       idle sockets beside a swarm of real calls: is every call served?
+           (--attack NAME: a cluster's legitimate users, quiet and then beside each
+           attack on its availability, side by side)
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 from typing import Any
 
 from loadtest.cli.options import add_json_option, command_options, write_json
+from loadtest.swarm.attacks import ATTACKS
 
 
 def add_commands(commands: Any) -> None:
@@ -102,6 +105,24 @@ def _add_soak(commands: Any) -> None:
         default=20,
         help="the replica's held calls per principal (default: %(default)s)",
     )
+    options.add_argument(
+        "--attack",
+        action="append",
+        choices=(*ATTACKS, "all"),
+        default=None,
+        help="instead: run a cluster's legitimate users (--clients, each a principal of its "
+        "own) for --duration quiet, then as long beside this attack, phase by phase; "
+        "repeatable, or all (default: none)",
+    )
+    options.add_argument(
+        "--attack-sockets",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the size of each attack: sockets held, sockets per wave, calls or threads "
+        "(default: the issue's, 1100 slow bodies, 2100 abandoned waits, 4 CPU-heavy calls, "
+        "2 threads of oversized requests)",
+    )
     add_json_option(options, "write the report here")
     soak.set_defaults(run=run_soak)
 
@@ -145,6 +166,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def run_soak(args: argparse.Namespace) -> int:
+    if args.attack:
+        return _run_attack_soak(args)
     from loadtest.swarm.soak import print_soak, run_soak
 
     report = run_soak(
@@ -156,4 +179,15 @@ def run_soak(args: argparse.Namespace) -> int:
     )
     write_json(report.as_dict(), args.json)
     print_soak(report)
+    return 0 if report.failed == 0 else 1
+
+
+def _run_attack_soak(args: argparse.Namespace) -> int:
+    from loadtest.swarm.soak import print_attack_soak, run_attack_soak
+
+    attacks = list(ATTACKS) if "all" in args.attack else list(dict.fromkeys(args.attack))
+    sizes = {name: args.attack_sockets for name in attacks} if args.attack_sockets else None
+    report = run_attack_soak(attacks, users=args.clients, duration_s=args.duration_s, sockets=sizes)
+    write_json(report.as_dict(), args.json)
+    print_attack_soak(report)
     return 0 if report.failed == 0 else 1

@@ -1,0 +1,31 @@
+"""The attack soak, one short mix per attack: every legitimate call through the cluster is
+served while the attack runs.
+
+The p95 against the quiet phase is a benchmark figure (`docs/hardening.md` has the full
+runs): printed here, not asserted.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from loadtest.harness.haproxy import HAProxy
+from loadtest.harness.redis_server import RedisServer
+from loadtest.swarm.attacks import ATTACKS
+from loadtest.swarm.soak import print_attack_soak, run_attack_soak
+
+#: Small enough for seconds: the issue's sizes are the benchmark's.
+SHORT_SIZES = {"slow-bodies": 100, "abandoned-waits": 200, "cpu-heavy": 4, "oversized": 2}
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_every_legitimate_call_is_served_beside_the_attack(attack: str) -> None:
+    if not (HAProxy.available() and RedisServer.available()):
+        pytest.skip("haproxy and redis-server are needed (make setup installs them)")
+    report = run_attack_soak([attack], users=3, duration_s=1.5, sockets=SHORT_SIZES)
+    print_attack_soak(report)
+    quiet, attacked = report.phases
+    assert quiet.completed > 0 and attacked.completed > 0
+    assert (quiet.failed, attacked.failed) == (0, 0), attacked.errors
+    assert attacked.attack is not None and attacked.attack["sent"] > 0
+    assert attacked.marked_down == 0
