@@ -7,8 +7,9 @@ fleet's totals:
   creation and on each resume, then `input_required`, `completed`, `failed`, `cancelled`);
 - `mcp_task_takeovers_total`: tasks this replica resumed after their replica stopped
   renewing its lease;
-- `mcp_task_store_errors_total{operation}`: task store operations that failed or timed
-  out (`create`, `get`, `list`, `update`);
+- `mcp_task_store_errors_total{operation}`: task store operations that failed, timed
+  out or found the store full (`create`, `get`, `list`, `update`, and `once`: a
+  single-use state recorded, `server.mrtr.runner`);
 - `mcp_task_runs`: task runs in progress on this replica now.
 
 `MeteredTaskStore` wraps whichever store the replica uses, so every path that writes a
