@@ -6,17 +6,17 @@ check included, for as long as it computes: four `quote cpu_ms=1000` calls held 
 for 3 s, and HAProxy, whose check times out after 2 s, marked both replicas down. Here
 such work runs elsewhere:
 
-- **in worker processes**, not threads. Measured on the lab's two cores (shared, load
-  about 2), with four `quote cpu_ms=1000` calls running, `/healthz` answered at a median
-  of 1.8 ms (p95 6-15 ms) with the work in two worker processes, 15-16 ms (p95 31-35 ms)
-  with it in four threads, and once in 8.9 s with it on the loop (`docs/hardening.md`). A
-  thread computing in pure Python holds the interpreter's lock but for a switch every
-  5 ms (hashlib lets go of it only for inputs of 2 KiB or more; `crunch` hashes 40 bytes
-  a step), so the loop waits its turn at every step of every request; processes leave the
-  loop its own interpreter. The workers run at the lowest CPU priority Linux has
-  (SCHED_IDLE; elsewhere nice 10): they compute on what the replicas leave, and a
-  replica woken by a request takes its core back at once. On a machine busy with
-  serving, CPU-heavy calls wait: serving comes first.
+- **in worker processes**, not threads. Measured on the lab's two cores (shared, load 2
+  to 3.5), with four `quote cpu_ms=1000` calls running, `/healthz` answered at a median
+  of 1.4-1.8 ms (p95 6-15 ms) with the work in two worker processes, 15-26 ms (p95
+  31-80 ms) with it in four threads, and after 2.7-8.9 s with it on the loop
+  (`docs/hardening.md` has the runs). A thread computing in pure Python holds the
+  interpreter's lock but for a switch every 5 ms (hashlib lets go of it only for inputs
+  of 2 KiB or more; `crunch` hashes 40 bytes a step), so the loop waits its turn at
+  every step of every request; processes leave the loop its own interpreter. The
+  workers run at the lowest CPU priority Linux has (SCHED_IDLE; elsewhere nice 10): they
+  compute on what the replicas leave, and a replica woken by a request takes its core
+  back at once. On a machine busy with serving, CPU-heavy calls wait: serving first.
 - **in slices** of about `SLICE_MS` of CPU: a call hands over one slice, awaits it, and
   hands over the next, so the pool's queue interleaves every caller's slices (a
   legitimate call waits for slices, not for someone's whole second), and a call whose
