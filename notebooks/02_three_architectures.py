@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -61,10 +61,11 @@ from answers import hidden_answer
 from IPython.display import display
 
 import labsim
-from labsim import ARCHITECTURES, plots
-from labsim.cost import replica_hour_usd
-from labsim.plots import Panel
-from labsim.tools import questions_per_call
+from labsim import ARCHITECTURES, study
+from labsim.model.cost import replica_hour_usd
+from labsim.model.tools import questions_per_call
+from labsim.study import plots
+from labsim.study.plots import Panel
 
 # %% [markdown]
 # ## 1. The three architectures as sequence diagrams
@@ -145,11 +146,12 @@ pd.DataFrame(
 # ## 2. One run each, on the same calls
 #
 # The deployment: the parameters above, everything else at the lab's documented defaults
-# (`labsim/params.py` says where each comes from). The first minutes are a warm-up (grey in
-# the plots) while held calls build up; statistics count the calls after it.
+# (`labsim/model/demand.py` and `deployment.py` say where each comes from). The first
+# minutes are a warm-up (grey in the plots) while held calls build up; statistics count the
+# calls after it.
 
 # %%
-params = labsim.scenarios.build(
+params = study.scenarios.build(
     "steady",
     replicas=REPLICAS,
     arrival_rate_per_s=ARRIVAL_RATE_PER_S,
@@ -207,11 +209,11 @@ tables.column(
 #
 # ## 3. Latency and cost at one load, with confidence intervals
 #
-# One run is one sample. `labsim.compare` repeats the run with independent seeds (the same
+# One run is one sample. `study.compare` repeats the run with independent seeds (the same
 # seeds for each architecture) and reports means with 95% confidence intervals.
 
 # %%
-comparison = labsim.compare(
+comparison = study.compare(
     "steady",
     replications=REPLICATIONS,
     seed=SEED,
@@ -268,7 +270,7 @@ print(f"one replica costs {one_replica_usd:.4f} USD per hour at the default pric
 # accepts `connection_limit` of them) and memory.
 
 # %%
-sweep = labsim.sweep(
+sweep = study.sweep(
     "steady",
     "arrival_rate_per_s",
     LOAD_SWEEP_PER_S,
@@ -327,7 +329,7 @@ plt.show()
 
 
 # %%
-# The sliders start at labsim's defaults (each with its source in labsim/params.py).
+# The sliders start at labsim's defaults (each with its source in labsim/model/deployment.py).
 STORE, COST = labsim.StoreParams(), labsim.CostParams()
 
 
@@ -339,7 +341,7 @@ def explore(
     vcpu_usd_per_hour: float = COST.vcpu_hour_usd,
 ) -> None:
     """Simulate the three architectures with these values and plot the headline numbers."""
-    chosen = labsim.scenarios.build(
+    chosen = study.scenarios.build(
         "steady",
         replicas=replicas,
         arrival_rate_per_s=ARRIVAL_RATE_PER_S,
@@ -429,7 +431,7 @@ display(sliders)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
-    thin = labsim.sweep(
+    thin = study.sweep(
         "steady",
         "arrival_rate_per_s",
         [32, 128] if QUICK else [16, 32, 64, 128],
@@ -502,7 +504,7 @@ with hidden_answer():
     ]
     break_even = params.cost.store_gb_hour_usd * (1 - gap / hourly_per_million)
     print(f"break-even Redis price: about {break_even:.4f} USD per GB-hour")
-    check = labsim.compare(
+    check = study.compare(
         "steady",
         replications=REPLICATIONS,
         seed=SEED,

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -57,8 +57,9 @@ from answers import hidden_answer
 from scipy import stats
 
 import labsim
-from labsim import ARCHITECTURES, plots
-from labsim.plots import Panel
+from labsim import ARCHITECTURES, study
+from labsim.study import plots
+from labsim.study.plots import Panel
 from server.app import create_app
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.config import ServerConfig, StateKey
@@ -77,7 +78,7 @@ from server.config import ServerConfig, StateKey
 # 4. back **up**, serving version 2.
 
 # %%
-upgrade = labsim.scenarios.build(
+upgrade = study.scenarios.build(
     "rolling-upgrade",
     replicas=REPLICAS,
     drain_timeout_s=DRAIN_TIMEOUT_S,
@@ -189,7 +190,7 @@ still_thinking.round(1)
 # Now the rollout with each of these drain timeouts, for the three architectures.
 
 # %%
-drain_sweep = labsim.sweep(
+drain_sweep = study.sweep(
     "rolling-upgrade",
     "drain_timeout_s",
     DRAIN_TIMEOUTS_S,
@@ -224,7 +225,7 @@ plt.show()
 # At the default drain timeout, with several replications:
 
 # %%
-at_default = labsim.compare(
+at_default = study.compare(
     "rolling-upgrade",
     replications=REPLICATIONS,
     seed=SEED,

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -59,10 +59,11 @@ from answers import hidden_answer
 from IPython.display import display
 
 import labsim
-from labsim import plots
-from labsim.experiments import RunSpec, run_many
-from labsim.plots import Panel
-from labsim.tools import requests_per_call
+from labsim import study
+from labsim.model.tools import requests_per_call
+from labsim.study import plots
+from labsim.study.experiments import RunSpec, run_many
+from labsim.study.plots import Panel
 from server.app import create_app
 from server.client import MrtrClient
 from server.config import ServerConfig, StateKey
@@ -200,7 +201,7 @@ def spike_run(policy: str, architecture: str = "mrtr", **overrides) -> RunSpec:
         **overrides,
     }
     labels = (("policy", policy), *overrides.items())
-    return RunSpec(labsim.scenarios.build("overload", **settings), architecture, SEED, labels)
+    return RunSpec(study.scenarios.build("overload", **settings), architecture, SEED, labels)
 
 
 POLICIES = ("none", "reject-503", "mrtr-offload")

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -58,15 +58,16 @@ from answers import hidden_answer
 from scipy import stats
 
 import labsim
-from labsim import ARCHITECTURES, plots
-from labsim.cost import Usage, bill
-from labsim.experiments import RunSpec, run_many
-from labsim.plots import Panel
+from labsim import ARCHITECTURES, study
+from labsim.model.cost import Usage, bill
+from labsim.study import plots
+from labsim.study.experiments import RunSpec, run_many
+from labsim.study.plots import Panel
 
 # %% [markdown]
 # ## 1. Three failures, side by side
 #
-# Each scenario is the default deployment (`labsim/params.py`) with one fault in the
+# Each scenario is the default deployment (`labsim/model/params.py`) with one fault in the
 # middle of the measured window: a replica crashes and restarts, the shared store is
 # unreachable for a minute, or the server sends no SSE keep-alives, so the load balancer
 # cuts connections that stay idle for its idle timeout (the AWS ALB default). The
@@ -75,8 +76,8 @@ from labsim.plots import Panel
 # %%
 SCENARIOS = ["steady", "crash", "store-outage", "idle-timeout"]
 for name in SCENARIOS:
-    print(f"{name:>13}: {labsim.scenarios.describe(name)}")
-faults = labsim.compare(SCENARIOS, replications=REPLICATIONS, seed=SEED, processes=2)
+    print(f"{name:>13}: {study.scenarios.describe(name)}")
+faults = study.compare(SCENARIOS, replications=REPLICATIONS, seed=SEED, processes=2)
 fig = plots.comparison_grid(faults)
 plt.show()
 
@@ -107,7 +108,7 @@ tables.readable(
 # lines mark the crash and the restart.
 
 # %%
-crash = labsim.scenarios.build("crash")
+crash = study.scenarios.build("crash")
 crash_runs = [labsim.simulate(crash, name, seed=SEED) for name in ARCHITECTURES]
 fig = plots.timeline(crash_runs, series=("open_streams", "replicas_up"))
 fig.axes[-1].set_xlim(400, 560)
@@ -138,7 +139,7 @@ pd.DataFrame(
 # answered, but after the timeout. A call with two questions has two chances.
 
 # %%
-base = labsim.scenarios.build("idle-timeout")
+base = study.scenarios.build("idle-timeout")
 w = base.workload
 think = stats.lognorm(s=w.think_sigma, scale=w.think_median_s)
 stay = 1 - w.never_answer_fraction  # a user still there for the next question
@@ -244,7 +245,7 @@ bill_table.round(3)
 # %%
 def scale_run(scenario: str, replicas: int, architecture: str) -> RunSpec:
     """A short run of `scenario` on `replicas` replicas, the fault at 130 s."""
-    params = labsim.scenarios.build(
+    params = study.scenarios.build(
         scenario,
         replicas=replicas,
         arrival_rate_per_s=CALLS_PER_S_PER_REPLICA * replicas,
@@ -281,7 +282,7 @@ pd.DataFrame(
 ).T
 
 # %% [markdown]
-# The bill at each size, from labsim's own cost model (`labsim.cost.bill`): replica-hours
+# The bill at each size, from labsim's own cost model (`labsim.model.cost.bill`): replica-hours
 # grow with the replicas, the store is one store whatever the size, and the bytes and
 # store operations per call are those the steady runs measured.
 
@@ -319,7 +320,7 @@ costs["total"].unstack("architecture")[list(ARCHITECTURES)].rename(columns=table
 # default drain timeout and restart time, times the number of replicas.
 
 # %%
-rollout = labsim.scenarios.build("rolling-upgrade")
+rollout = study.scenarios.build("rolling-upgrade")
 per_replica_s = {
     name: labsim.simulate(rollout, name, seed=SEED).summary["upgrade_duration_s"]
     / rollout.cluster.replicas

@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -64,14 +64,14 @@ import tables
 from answers import hidden_answer
 from IPython.display import display
 
-import labsim
-from loadtest import scenario_twin
-from loadtest.cluster import Cluster
+from labsim import study
 from loadtest.config import ARCHITECTURES, LoadTestConfig
-from loadtest.haproxy import HAProxy
-from loadtest.redis_server import RedisServer
-from loadtest.scenarios import LOCUSTFILE, USER_CLASSES, run_scenario
-from loadtest.simulated_user import answer_for
+from loadtest.harness.cluster import Cluster
+from loadtest.harness.haproxy import HAProxy
+from loadtest.harness.redis_server import RedisServer
+from loadtest.swarm import scenario_twin
+from loadtest.swarm.scenario_run import LOCUSTFILE, USER_CLASSES, run_scenario
+from loadtest.users.simulated_user import answer_for
 from server.client import Exchange
 
 # %% [markdown]
@@ -106,7 +106,7 @@ ready
 # %% [markdown]
 # ## 2. A cluster, started and stopped from the notebook
 #
-# `loadtest.cluster.Cluster` starts the replicas (`python -m server`, each on a free port,
+# `loadtest.harness.cluster.Cluster` starts the replicas (`python -m server`, each on a free port,
 # all sharing the `requestState` keys), then HAProxy in front of them with health checks,
 # and Redis first when the architecture needs it. As a context manager it stops every
 # process it started when the block ends, also after an error.
@@ -189,7 +189,7 @@ if LIVE:
 # %% [markdown]
 # ## 3. A swarm per architecture, with a rolling upgrade in the middle
 #
-# `loadtest.scenarios.run_scenario` does the whole run: a fresh cluster, a headless
+# `loadtest.swarm.scenario_run.run_scenario` does the whole run: a fresh cluster, a headless
 # Locust swarm of `USERS` users for `SWARM_S` seconds, and at `UPGRADE_AT_S` the rolling
 # upgrade (for each replica: drain in HAProxy, wait until it holds nothing or
 # `DRAIN_TIMEOUT_S` passes, stop, start version 2 with rotated keys, back in rotation).
@@ -318,7 +318,7 @@ inputs = pd.DataFrame(
 inputs.rename(index=tables.label).round(3)
 
 # %% [markdown]
-# `loadtest.scenario_twin` turns each architecture's configuration and run into labsim's
+# `loadtest.swarm.scenario_twin` turns each architecture's configuration and run into labsim's
 # parameters: the same replicas, think time, drain timeout and upgrade time, the swarm's
 # tools in the swarm's mix (labsim's model of each demo tool asks what the server asks),
 # and each user's calls in one session, as the live users keep their session cookie.
@@ -326,7 +326,7 @@ inputs.rename(index=tables.label).round(3)
 # %%
 sim_params = {arch: scenario_twin.twin_params(config[arch], twin[arch]) for arch in ARCHITECTURES}
 predicted_runs = {
-    arch: labsim.replicate(params, arch, replications=SIMULATED_RUNS, seed=SEED, processes=1)
+    arch: study.replicate(params, arch, replications=SIMULATED_RUNS, seed=SEED, processes=1)
     for arch, params in sim_params.items()
 }
 
@@ -432,7 +432,7 @@ with hidden_answer():
     print(f"99% of think times are under {think.ppf(0.99):.2f} s")
     for drain_s in (DRAIN_TIMEOUT_S, 2 * think.ppf(0.99)):
         params = sim_params["sticky"].with_overrides(drain_timeout_s=drain_s)
-        runs = labsim.replicate(
+        runs = study.replicate(
             params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1
         )
         print(
@@ -472,7 +472,7 @@ with hidden_answer():
 with hidden_answer():
     for per_session in (twin["sticky"].calls_per_session, 1.0):
         params = sim_params["sticky"].with_overrides(calls_per_session=per_session)
-        runs = labsim.replicate(
+        runs = study.replicate(
             params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1
         )
         print(

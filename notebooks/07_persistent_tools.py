@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -79,9 +79,10 @@ from answers import hidden_answer
 from starlette.testclient import TestClient
 
 import labsim
-from labsim import plots
-from labsim.persistent_sweep import advantage, share_sweep
-from loadtest.redis_server import RedisServer
+from labsim import study
+from labsim.study import plots
+from labsim.study.persistent_sweep import advantage, share_sweep
+from loadtest.harness.redis_server import RedisServer
 from server.app import create_app
 from server.client import EXTENSION, SEED, Handlers, MrtrClient
 from server.config import ServerConfig, StateKey
@@ -341,7 +342,7 @@ if len(polls):
 # %% [markdown]
 # ## 5. The simulation: a persistent share in a deployment
 #
-# `labsim` models tasks the same way (`labsim/persistent.py`, described in
+# `labsim` models tasks the same way (`labsim/model/architectures/persistent.py`, described in
 # `docs/model.md`): a share of the calls become tasks with 60 s of work in 4
 # checkpointed steps, a 10 s lease renewed every third of it, a client polling every
 # 250 ms, and the task in the shared store, **under every architecture**. So MRTR, which
@@ -351,8 +352,8 @@ if len(polls):
 
 # %%
 window = {"horizon_s": HORIZON_S, "warmup_s": WARMUP_S, "arrival_rate_per_s": ARRIVAL_RATE_PER_S}
-calm = labsim.compare(["steady", "persistent"], REPLICATIONS, seed=SIM_SEED, **window)
-faults = labsim.compare(
+calm = study.compare(["steady", "persistent"], REPLICATIONS, seed=SIM_SEED, **window)
+faults = study.compare(
     ["persistent-crash", "persistent-store-outage"],
     REPLICATIONS,
     seed=SIM_SEED,
@@ -409,7 +410,7 @@ tables.readable(comparison[comparison["scenario"] != "steady"], failures, by="sc
 # A store that keeps nothing (Redis without persistence, restarted) is another story:
 
 # %%
-volatile = labsim.compare(
+volatile = study.compare(
     "persistent-store-outage", REPLICATIONS, seed=SIM_SEED, architectures=["mrtr"],
     at_s=FAULT_AT_S, store_keeps_tasks=False, **window,
 )  # fmt: skip
@@ -466,7 +467,7 @@ saved.round(2) + 0.0  # + 0.0 turns a rounded -0.00 into 0.00
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
     for ttl_s in (60.0, 120.0, 3600.0):
-        params = labsim.scenarios.build("persistent", ttl_s=ttl_s, **window)
+        params = study.scenarios.build("persistent", ttl_s=ttl_s, **window)
         summary = labsim.simulate(params, "mrtr", seed=SIM_SEED).summary
         print(
             f"ttl {ttl_s:>6g} s: "
@@ -486,7 +487,7 @@ with hidden_answer():
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
     for lease_s in (2.0, 10.0, 60.0):
-        params = labsim.scenarios.build(
+        params = study.scenarios.build(
             "persistent-crash", lease_s=lease_s, at_s=FAULT_AT_S, **window
         )
         result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
@@ -512,7 +513,7 @@ with hidden_answer():
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
     for interval_s in (0.25, 1.0, 5.0):
-        params = labsim.scenarios.build("persistent", poll_interval_s=interval_s, **window)
+        params = study.scenarios.build("persistent", poll_interval_s=interval_s, **window)
         result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
         done = result.tasks[result.tasks["outcome"] == "completed"]
         latency = result.calls.set_index("call").loc[done["call"], "server_latency_s"].mean()

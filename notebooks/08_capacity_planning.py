@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -61,8 +61,9 @@ from IPython.display import display
 from scipy import stats
 
 import labsim
-from labsim import ARCHITECTURES
-from labsim.capacity import PlanRequest, first_guess, plan, plan_table
+from labsim import ARCHITECTURES, study
+from labsim.study.capacity import first_guess, plan, plan_table
+from labsim.study.plan_request import PlanRequest
 
 # %% [markdown]
 # ## 1. The plan, per architecture
@@ -164,7 +165,7 @@ held.add_prefix("replicas needed for ")
 # and the memory held.
 
 # %%
-scaled = labsim.scenarios.build("autoscale")
+scaled = study.scenarios.build("autoscale")
 runs = {a: labsim.simulate(scaled, a, seed=SEED) for a in ("sticky", "mrtr")}
 fig, axes = plt.subplots(3, 2, figsize=(11, 8), sharex=True)
 for column, (architecture, run) in enumerate(runs.items()):
@@ -291,9 +292,9 @@ with hidden_answer():
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
 with hidden_answer():
-    from labsim.autoscale import Autoscaler
+    from labsim.model.autoscale import Autoscaler
 
-    by_in_flight = scaled.with_overrides(faults=(Autoscaler(metric="in-flight", target=20.0),))
+    by_in_flight = scaled.with_overrides(autoscaler=Autoscaler(metric="in-flight", target=20.0))
     for architecture in ("sticky", "mrtr"):
         result = labsim.simulate(by_in_flight, architecture, seed=SEED).summary
         print(f"{architecture}: {result['replica_hours']:.2f} replica-hours")

@@ -1,9 +1,9 @@
 """Figures of live swarms: each architecture's swarm second by second, the latency its users
 felt, and the measurement beside the simulation's prediction.
 
-A swarm's summary (what `loadtest.scenarios.run_scenario` returns) carries a per-second
+A swarm's summary (what `loadtest.swarm.scenario_run.run_scenario` returns) carries a per-second
 `timeline`, the `faults` the cluster went through and the `calls`; these functions draw them
-an architecture per panel, in the colours of `labsim.plots`.
+an architecture per panel, in the colours of `labsim.study.plots`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from labsim.plots import COLOURS, LABELS
+from labsim.study.plots import COLOURS, LABELS
 
 #: How a replica's step in a rolling upgrade is drawn on a timeline.
 EVENT_STYLES = {"drain": ":", "stop": "--", "ready": "-"}

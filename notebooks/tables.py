@@ -1,6 +1,6 @@
 """Readable tables from labsim's tidy results: a row per architecture, a column per metric.
 
-`labsim.compare` and `labsim.sweep` return tidy rows (architecture, metric, mean,
+`labsim.study.compare` and `labsim.study.sweep` return tidy rows (architecture, metric, mean,
 ci_half_width). A reader wants "p95 latency (ms)" next to "SSE + shared store", so
 `readable` pivots them, scales each metric to the unit its column names, and names rows
 the way the figures' legends do. `column` shows a few named quantities as a titled table
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from labsim.plots import LABELS
+from labsim.study.plots import LABELS
 
 #: metric -> (column name with unit, divisor from the summary's unit).
 METRICS: dict[str, tuple[str, float]] = {

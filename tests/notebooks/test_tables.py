@@ -15,7 +15,7 @@ import tables
 
 
 def tidy(by: str | None = None) -> pd.DataFrame:
-    """Rows as `labsim.compare` and `labsim.sweep` return them, mrtr first on purpose."""
+    """Rows as `labsim.study.compare` and `.sweep` return them, mrtr first on purpose."""
     return pd.DataFrame(
         [
             {
