@@ -61,7 +61,8 @@ def replica_config(args: argparse.Namespace, listener: Listener) -> ServerConfig
     return ServerConfig(loopback_only=listener.loopback_only, **values)
 
 
-def _token(argv: list[str]) -> int:
+def token_parser() -> argparse.ArgumentParser:
+    """The parser of `python -m server token`."""
     parser = argparse.ArgumentParser(prog="python -m server token")
     parser.add_argument("name", help="the principal (JWT sub) to mint a token for")
     parser.add_argument(
@@ -71,7 +72,11 @@ def _token(argv: list[str]) -> int:
         metavar="S",
         help="how long the token stays valid (default: %(default)s)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _token(argv: list[str]) -> int:
+    args = token_parser().parse_args(argv)
     from server.transport.auth import mint_token
 
     print(mint_token(args.name, ServerConfig().jwt_secret, ttl_s=args.ttl_s))

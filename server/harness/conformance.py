@@ -122,12 +122,8 @@ def _scenario_name(directory: str) -> str:
     return _TIMESTAMP.sub("", directory.removeprefix("server-"))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """CLI: `python -m server conformance [--scenario NAME ... | --requirements REV]`.
-
-    `--spec-version REV` runs the scenarios at that revision's wire protocol (2025-11-25 is
-    the legacy session era).
-    """
+def conformance_parser() -> argparse.ArgumentParser:
+    """The parser of `python -m server conformance`."""
     parser = argparse.ArgumentParser(prog="python -m server conformance")
     parser.add_argument("--scenario", action="append", default=[], help="repeatable")
     parser.add_argument("--requirements", default=None, help="a spec revision, e.g. 2026-07-28")
@@ -136,7 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--url", default=None, help="test this server instead of starting one")
     parser.add_argument("--verbose", action="store_true", help="print every failed check")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: `python -m server conformance [--scenario NAME ... | --requirements REV]`.
+
+    `--spec-version REV` runs the scenarios at that revision's wire protocol (2025-11-25 is
+    the legacy session era).
+    """
+    args = conformance_parser().parse_args(argv)
     if not args.scenario and not args.requirements:
         args.requirements = MODERN_VERSION
     try:
