@@ -7,6 +7,7 @@ seeded run of each architecture per scenario (`--plots`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -118,7 +119,8 @@ def write_json(
         "overrides": changes,
         "results": json.loads(comparison.to_json(orient="records")),
     }
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    # A measured round arrives as a ServiceTime: written as its fields.
+    path.write_text(json.dumps(payload, indent=2, default=dataclasses.asdict) + "\n")
 
 
 def _format(mean: float, half_width: float) -> str:

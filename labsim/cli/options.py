@@ -10,8 +10,15 @@ from typing import Any, NoReturn
 from labsim.model import measured
 from labsim.model.checks import ParameterError
 
-PARAMS_HELP = "measured parameter file (default: labsim/measured.json)"
-SET_HELP = "override a parameter by field name, e.g. replicas=8 (repeatable)"
+PARAMS_HELP = (
+    "parameter file written by `python -m loadtest measure` (default: labsim/measured.json, "
+    "the lab's own server)"
+)
+SET_HELP = (
+    "set any parameter, by section.field (cluster.connection_limit=64, "
+    "workload.round_cpu.mean_s=0.002) or by field name alone (replicas=8); repeatable, "
+    "applied after --params"
+)
 PROCESSES_HELP = "worker processes for the runs (default: every core)"
 
 
@@ -63,10 +70,18 @@ def parse_value(text: str) -> Any:
 
 
 def overrides(pairs: Sequence[str], params_file: str | None = None) -> dict[str, Any]:
-    """Measured values from `params_file` (if any), then each `--set name=value` on top."""
+    """Every figure of `params_file` (if any), then each `--set path=value` on top, as
+    settings by path (`SimParams.with_settings`)."""
     found: dict[str, Any] = {}
     if params_file:
         found.update(measured.load(params_file).overrides())
+    found.update(set_pairs(pairs))
+    return found
+
+
+def set_pairs(pairs: Sequence[str]) -> dict[str, Any]:
+    """`--set path=value` pairs as settings by path, each value a number where it reads as one."""
+    found: dict[str, Any] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:

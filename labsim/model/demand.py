@@ -33,12 +33,39 @@ class ServiceTime:
     cv: float = 1.0  # lognormal spread (std / mean); the exponential's own value
 
     def __post_init__(self) -> None:
-        check_numbers(self, "mean_s")
-        check_numbers(self, "cv", positive=True)
+        check_numbers(self, "mean_s", "cv")
         require(
             self.kind in SERVICE_TIME_KINDS,
             f"service time kind must be one of {', '.join(SERVICE_TIME_KINDS)}, got {self.kind!r}",
         )
+        require(
+            self.kind != "exponential" or math.isclose(self.cv, 1.0),
+            f"an exponential service time has a cv of 1, got cv {self.cv:g}: choose "
+            "lognormal for another spread",
+        )
+
+    def describe(self) -> str:
+        """The distribution in words, as the plan prints it: `lognormal, mean 2.5 ms, cv 0.4`."""
+        spread = {"exponential": ", cv 1", "deterministic": ""}.get(self.kind, f", cv {self.cv:g}")
+        return f"{self.kind}, mean {self.mean_s * 1e3:.4g} ms{spread}"
+
+
+def split_round(whole: ServiceTime, overhead_s: float) -> tuple[ServiceTime, float]:
+    """A round's whole service time, as measured or stated, in the model's two parts: the
+    constant overhead every request pays (`request_overhead_s`) and the tool's own work.
+
+    The tool's part keeps the whole's spread: its mean is the whole's less the overhead,
+    its standard deviation the whole's. A round lighter than the overhead is all overhead
+    (the server described is quicker than the one the overhead was measured on). Returns
+    the tool's part and the overhead.
+    """
+    overhead_s = min(overhead_s, whole.mean_s)
+    rest_s = whole.mean_s - overhead_s
+    if rest_s <= 0:
+        return ServiceTime(mean_s=0.0, kind="deterministic", cv=0.0), overhead_s
+    if whole.kind == "lognormal":
+        return ServiceTime(rest_s, "lognormal", whole.cv * whole.mean_s / rest_s), overhead_s
+    return ServiceTime(rest_s, whole.kind, whole.cv), overhead_s
 
 
 @dataclass(frozen=True)
@@ -57,7 +84,10 @@ class WorkloadParams:
     # one asks one question, one asks two in one round (assumption).
     tools: tuple[str, ...] = ("crunch", "get_weather", "link_accounts")
     tool_mix: tuple[float, ...] = (0.5, 0.3, 0.2)  # assumption: share of calls per tool
-    round_cpu: ServiceTime = field(default_factory=ServiceTime)  # calibrated from the live swarm
+    # The tool's own CPU per round, on top of the request's overhead. Assumption: 50 ms, a
+    # tool that parses, validates and calls an API client; `labsim plan` takes the round
+    # as measured (`--params`) or stated (`--round-cpu-ms`) instead, and says which.
+    round_cpu: ServiceTime = field(default_factory=ServiceTime)
     request_overhead_s: float = 0.000186  # measured.json: replica CPU per round (fitted)
     think_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
     think_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes

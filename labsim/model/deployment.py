@@ -34,7 +34,23 @@ class ClusterParams:
     workers_per_replica: int = 2  # one worker per vCPU
     vcpus_per_replica: float = 2.0  # AWS Fargate task size 2 vCPU
     memory_gb_per_replica: float = 4.0  # the smallest Fargate memory for 2 vCPU
+    base_memory_bytes: int = 52_424_704  # measured.json (replica): RSS of a warmed-up idle replica
+    # Connections open at once, counting idle keep-alives, streams and health checks; a
+    # request that arrives with this many open (its own counted) gets 503 and its connection
+    # closes, as the server's --max-connections does (uvicorn's limit_concurrency).
     connection_limit: int = 1024  # Linux default soft limit on open files (ulimit -n)
+    # The server's --idle-timeout-s default: a connection the balancer keeps for reuse stays
+    # open, and counts against the limit, this long after its last request; 0 = none kept.
+    keepalive_idle_s: float = 5.0
+    # The balancer's health check of each replica (GET /healthz), as the lab's HAProxy runs
+    # it (loadtest/harness/haproxy.py: inter 300 ms, fall 1, rise 1, timeout check 2 s): a
+    # replica at its connection limit answers 503, one whose workers do not reach the check
+    # within the timeout fails it; `fall` failures in a row take it out of rotation, `rise`
+    # passes bring it back. An interval of 0 turns the checks off (a perfect balancer).
+    health_check_interval_s: float = 0.3
+    health_check_timeout_s: float = 2.0
+    health_check_fall: int = 1
+    health_check_rise: int = 1
     lb_policy: str = "round-robin"  # AWS ALB and HAProxy default algorithm
     lb_idle_timeout_s: float = 60.0  # AWS ALB default idle timeout
     sse_keepalive_s: float = 15.0  # sse-starlette's default ping interval; 0 = no keep-alives
@@ -47,24 +63,43 @@ class ClusterParams:
     network_rtt_cv: float = 0.301  # measured.json: spread (std / mean) of that delay
 
     def __post_init__(self) -> None:
-        for name in ("replicas", "workers_per_replica", "connection_limit"):
+        for name in (
+            "replicas",
+            "workers_per_replica",
+            "connection_limit",
+            "health_check_fall",
+            "health_check_rise",
+        ):
             value = getattr(self, name)
             require(
                 isinstance(value, int) and value >= 1,
                 f"{name} must be an integer >= 1, got {value!r}",
             )
         check_numbers(
-            self, "vcpus_per_replica", "memory_gb_per_replica", "lb_idle_timeout_s", positive=True
+            self,
+            "vcpus_per_replica",
+            "memory_gb_per_replica",
+            "lb_idle_timeout_s",
+            "health_check_timeout_s",
+            positive=True,
         )
         check_numbers(
             self,
             "sse_keepalive_s",
             "held_call_bytes",
+            "base_memory_bytes",
+            "keepalive_idle_s",
+            "health_check_interval_s",
             "shed_queue_threshold",
             "network_rtt_s",
             "network_rtt_cv",
         )
         check_fraction(self, "checkpoint_fraction")
+        require(
+            self.connection_limit >= 2,
+            "connection_limit must be >= 2: a request is served only while the open "
+            f"connections, its own counted, are fewer, got {self.connection_limit}",
+        )
         require(
             self.lb_policy in BALANCER_POLICIES,
             f"lb_policy must be one of {', '.join(BALANCER_POLICIES)}, got {self.lb_policy!r}",

@@ -7,6 +7,7 @@ the hot loop); `RunResult` turns them into DataFrames at the end and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -216,16 +217,39 @@ def littles_law(result: RunResult) -> LittlesLaw:
     )
 
 
+def quantile_counting_misses(latency_s: np.ndarray, p: float) -> float:
+    """The `p` quantile of latencies where a call that never completed counts as infinite
+    (a miss): linear between neighbours, infinite once a neighbour is a miss."""
+    if not len(latency_s):
+        return float("nan")
+    ordered = np.sort(latency_s)
+    position = p * (len(ordered) - 1)
+    below, above = int(np.floor(position)), int(np.ceil(position))
+    if not np.isfinite(ordered[above]):
+        return math.inf
+    return float(ordered[below] + (ordered[above] - ordered[below]) * (position - below))
+
+
 def summarize(
     calls: pd.DataFrame, params: SimParams, extra: dict[str, Any]
 ) -> dict[str, float | int | list[float]]:
-    """Per-run metrics from the measured calls plus what the cluster counted (`extra`)."""
+    """Per-run metrics from the measured calls plus what the cluster counted (`extra`).
+
+    `p50_latency_s`, `p95_latency_s`, `p99_latency_s` are over the completed calls;
+    the `_all_` ones over every call its user did not abandon, a failed or lost call
+    counting as a miss (infinite), and `completed_share` is the share of those calls
+    that completed: what a service-level objective judges.
+    """
     window_s = params.horizon_s - params.warmup_s
     measured = calls[calls["measured"]]
     done = measured[measured["outcome"] == COMPLETED]
     counts = measured["outcome"].value_counts()
     latency = done["server_latency_s"].to_numpy()
     n = len(measured)
+    judged = measured[measured["outcome"] != ABANDONED]
+    latency_all = np.where(
+        judged["outcome"].to_numpy() == COMPLETED, judged["server_latency_s"].to_numpy(), math.inf
+    )
     ended_in_window = calls[
         (calls["outcome"] == COMPLETED)
         & (calls["end_s"] >= params.warmup_s)
@@ -244,11 +268,14 @@ def summarize(
         "lost": int(counts.get(LOST, 0)),
         "abandoned": int(counts.get(ABANDONED, 0)),
         "completed_fraction": float(len(done) / n) if n else nan,
+        "completed_share": float(len(done) / len(judged)) if len(judged) else nan,
         "goodput_per_s": len(ended_in_window) / window_s,
         "mean_latency_s": float(latency.mean()) if len(latency) else nan,
         "p50_latency_s": q(0.50),
         "p95_latency_s": q(0.95),
         "p99_latency_s": q(0.99),
+        "p50_latency_all_s": quantile_counting_misses(latency_all, 0.50),
+        "p95_latency_all_s": quantile_counting_misses(latency_all, 0.95),
         "failed_fraction": float(counts.get(FAILED, 0) / n) if n else float("nan"),
         "mean_time_in_system_s": float(done["time_in_system_s"].mean()) if len(done) else nan,
         "mean_queue_wait_s": float(done["queue_wait_s"].mean()) if len(done) else nan,

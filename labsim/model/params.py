@@ -19,7 +19,7 @@ that the parameters stand below everything that reads them.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
 
@@ -141,6 +141,85 @@ class SimParams:
             if autoscaler is not None:
                 top["autoscaler"] = _replaced(autoscaler, acting)
         return dataclasses.replace(self, **top)
+
+    def with_settings(self, settings: Mapping[str, Any]) -> SimParams:
+        """A copy with parameters set by path, as `--set` and a parameter file name them.
+
+        A path is `section.field` (`cluster.connection_limit`), deeper for a field of a
+        field (`workload.round_cpu.mean_s`), a top-level field (`horizon_s`), or a field
+        name alone as `with_overrides` takes it (`connection_limit`). A section is a part
+        (workload, client, cluster, store, state, tasks, cost), `autoscaler`, or `faults`
+        (every fault with that field). Text becomes the field's type: `true`/`false` for
+        a switch, `a,b,c` for a tuple. An unknown path is a `ParameterError` naming it.
+        """
+        params = self
+        flat: dict[str, Any] = {}
+        for path, value in settings.items():
+            names = path.split(".")
+            if len(names) == 1:
+                flat[path] = _coerced(_flat_value(params, path), value, path)
+            else:
+                params = _set_path(params, names, value, path)
+        return params.with_overrides(**flat) if flat else params
+
+
+def _flat_value(params: SimParams, name: str) -> Any:
+    """The current value of a field named alone (as `with_overrides` finds it)."""
+    for owner in (params, *(getattr(params, p) for p in PARTS), *params.faults):
+        if name in _field_names(owner):
+            return getattr(owner, name)
+    if params.autoscaler is not None and name in _field_names(params.autoscaler):
+        return getattr(params.autoscaler, name)
+    raise ParameterError(f"unknown parameter {name!r}")
+
+
+def _set_path(owner: Any, names: list[str], value: Any, path: str) -> Any:
+    """`owner` (a dataclass) with the field at `names` set to `value`."""
+    head, rest = names[0], names[1:]
+    if head == "faults" and isinstance(owner, SimParams) and rest:
+        matching = [f for f in owner.faults if rest[0] in _field_names(f)]
+        if not matching:
+            raise ParameterError(f"unknown parameter {path!r}: no fault has {rest[0]!r}")
+        faults = tuple(
+            _set_path(f, rest, value, path) if f in matching else f for f in owner.faults
+        )
+        return dataclasses.replace(owner, faults=faults)
+    if (
+        not dataclasses.is_dataclass(owner)
+        or isinstance(owner, type)
+        or head not in _field_names(owner)
+    ):
+        raise ParameterError(f"unknown parameter {path!r}")
+    current = getattr(owner, head)
+    if rest:
+        if current is None or not dataclasses.is_dataclass(current):
+            raise ParameterError(f"unknown parameter {path!r}: {head!r} has no fields")
+        return dataclasses.replace(owner, **{head: _set_path(current, rest, value, path)})
+    return dataclasses.replace(owner, **{head: _coerced(current, value, path)})
+
+
+def _coerced(current: Any, value: Any, path: str) -> Any:
+    """`value` in the type of the field's `current` value, when it came as text or an int."""
+    if isinstance(current, bool) and isinstance(value, str):
+        if value.lower() not in ("true", "false"):
+            raise ParameterError(f"{path} is true or false, got {value!r}")
+        return value.lower() == "true"
+    if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(current, tuple) and isinstance(value, str):
+        return tuple(_number_or_text(part.strip()) for part in value.split(","))
+    if isinstance(current, tuple) and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _number_or_text(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 _Acting = TypeVar("_Acting", Fault, Scaler)

@@ -26,6 +26,7 @@ from labsim.model.call import Call, Session
 from labsim.model.checks import ParameterError
 from labsim.model.cluster import Cluster, ReplicaState
 from labsim.model.cost import SECONDS_PER_HOUR, Usage, bill
+from labsim.model.health_check import HealthChecks
 from labsim.model.metrics import (
     EVENT_COLUMNS,
     REPLICA_COLUMNS,
@@ -40,7 +41,7 @@ from labsim.model.params import SimParams
 from labsim.model.store import SharedStore
 from labsim.model.task_store import TaskStore, summarize_tasks, tasks_frame
 from labsim.model.tools import TOOLS
-from labsim.model.workload import draw_workload
+from labsim.model.workload import MAX_CALLS_PER_RUN, draw_workload, expected_calls
 
 ARCHITECTURES: dict[str, type[Architecture]] = {
     SseStore.name: SseStore,
@@ -68,6 +69,7 @@ class Simulation:
         # architecture sees the same calls (common random numbers).
         workload_seq, routing_seq, client_seq, tasks_seq = np.random.SeedSequence(seed).spawn(4)
         pieces = [piece for fault in params.faults for piece in fault.arrival_pieces()]
+        check_size(params, pieces)
         self.workload = draw_workload(params.workload, params.horizon_s, workload_seq, pieces)
         kind = ARCHITECTURES[architecture]
         self.cluster = Cluster(
@@ -144,6 +146,9 @@ class Simulation:
         env = self.env
         env.process(self.arrivals())
         env.process(self.sampler())
+        if self.params.cluster.health_check_interval_s > 0:
+            checks = HealthChecks(env, self.cluster, self.params.cluster, self.params.horizon_s)
+            env.process(checks.run())
         for fault in self.params.faults:
             env.process(fault.run(self))
         if self.params.autoscaler is not None:
@@ -196,6 +201,13 @@ class Simulation:
             "peak_held_bytes": cluster.held.peak * held_call_bytes,
             "peak_replica_held_bytes": max(r.peak_held for r in cluster.replicas) * held_call_bytes,
             "peak_replica_connections": max(r.peak_connections for r in cluster.replicas),
+            # Requests a full replica answered 503, requests the balancer could send nowhere
+            # (no replica in rotation), and replicas its health checks took out of rotation
+            # (full_marks: because they were at their connection limit).
+            "refused_requests": sum(r.refused for r in cluster.replicas),
+            "unrouted_requests": cluster.unrouted,
+            "down_marks": cluster.down_marks,
+            "full_marks": cluster.full_marks,
             "mean_open_streams": cluster.streams.mean(),
             "peak_open_streams": cluster.streams.peak,
             "utilization": mean_utilization,
@@ -230,6 +242,25 @@ class Simulation:
         summary["cost_per_million_calls_usd"] = costs.per_million_calls_usd(usage.calls)
         summary["store_share_of_bill"] = (
             costs.store_usd / costs.total_usd if costs.total_usd else float("nan")
+        )
+
+
+def check_size(params: SimParams, pieces: list[tuple[float, float, float]]) -> None:
+    """Refuse, before anything is drawn, a run too large for memory: too many calls (the
+    rate over the horizon) or too many samples of the time series."""
+    calls = expected_calls(params.workload, params.horizon_s, pieces)
+    if calls > MAX_CALLS_PER_RUN:
+        raise ParameterError(
+            f"arrival_rate_per_s {params.workload.arrival_rate_per_s:g} over horizon_s "
+            f"{params.horizon_s:g} asks for about {calls:.3g} calls in one run; a run keeps "
+            f"every call (about 2 KB each), so at most {MAX_CALLS_PER_RUN:,}: lower the rate "
+            "or the horizon"
+        )
+    samples = params.horizon_s / params.sample_every_s
+    if samples > MAX_CALLS_PER_RUN:
+        raise ParameterError(
+            f"horizon_s {params.horizon_s:g} sampled every sample_every_s "
+            f"{params.sample_every_s:g} is {samples:.3g} samples; at most {MAX_CALLS_PER_RUN:,}"
         )
 
 

@@ -103,11 +103,12 @@ SCENARIOS: dict[str, tuple[str, Callable[[], SimParams]]] = {
 
 
 def build(name: str, **overrides: Any) -> SimParams:
-    """The parameters of scenario `name`, with `overrides` applied by field name."""
+    """The parameters of scenario `name`, with `overrides` applied by field name or path
+    (`connection_limit=64`, or `**{"cluster.connection_limit": 64}`)."""
     if name not in SCENARIOS:
         raise ParameterError(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)}")
     params = SCENARIOS[name][1]()
-    return params.with_overrides(**overrides) if overrides else params
+    return params.with_settings(overrides) if overrides else params
 
 
 def describe(name: str) -> str:

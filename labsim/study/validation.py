@@ -41,7 +41,9 @@ def queueing_params(
 
     About `calls` calls arrive; the first `warmup_fraction` of the time is
     discarded. Turned-away calls are not retried, so a connection limit makes
-    an M/M/c/K loss system.
+    an M/M/c/K loss system: room for `connection_limit` calls at once. The balancer is
+    the textbook's: no health checks take a busy replica out of rotation, and no
+    connection is kept open between requests.
     """
     horizon_s = calls / arrival_rate_per_s
     return SimParams(
@@ -56,8 +58,12 @@ def queueing_params(
         cluster=ClusterParams(
             replicas=replicas,
             workers_per_replica=workers_per_replica,
-            connection_limit=connection_limit,
+            # The server serves a request while the open connections, its own counted, are
+            # fewer than its limit: room for K calls is a limit of K + 1.
+            connection_limit=connection_limit + 1,
             lb_policy=lb_policy,
+            keepalive_idle_s=0.0,
+            health_check_interval_s=0.0,
         ),
         state=StateParams(seal_cpu_s=0.0, open_cpu_s=0.0),
         horizon_s=horizon_s,

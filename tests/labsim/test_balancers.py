@@ -21,7 +21,7 @@ def replicas(*connections: int) -> list[Replica]:
     env = simpy.Environment()
     made = []
     for k, open_connections in enumerate(connections):
-        replica = Replica(env, k, workers=1, version=1)
+        replica = Replica(env, k, ClusterParams(workers_per_replica=1), version=1)
         replica.connections = open_connections
         made.append(replica)
     return made

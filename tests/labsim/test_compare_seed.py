@@ -2,9 +2,13 @@
 
 `compare_seed_fixture.json` holds, for a few small cases, the arguments given to
 `python -m labsim compare`, the table it printed (less the elapsed time) and the JSON it
-wrote. The fixture was recorded once from the command as it stood, before the package was
-rearranged; a change to the model, the scenarios or the statistics that moves a number
-fails here. The printed table must match line for line; the JSON number for number, to
+wrote. The fixture was recorded from the command as it stood before the package was
+rearranged, and recorded again when the model gained the balancer's health checks, the
+connections it keeps for reuse and the percentiles over every call: those added their
+figures (`refused_requests`, `down_marks`, `p95_latency_all_s` ...), and a task's polls
+now hold connections (`peak_replica_connections` of `persistent-store-outage`); every
+other figure stayed as it was. A change to the model, the scenarios or the statistics
+that moves a number fails here. The printed table must match line for line; the JSON number for number, to
 1e-9 relative (floats may round differently in their last digit).
 """
 

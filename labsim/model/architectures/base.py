@@ -67,7 +67,6 @@ class Architecture(ABC):
         self.recorder = recorder
         self._random = rng.random
         cluster_params = params.cluster
-        self.connection_limit = cluster_params.connection_limit
         self.overhead_s = params.workload.request_overhead_s
         self.network_rtt_s = cluster_params.network_rtt_s
         cv = cluster_params.network_rtt_cv
@@ -170,11 +169,12 @@ class Architecture(ABC):
     def take(self, call: Call) -> Replica | None:
         """The replica the balancer sends a request of `call` to, if it takes the request.
 
-        No replica takes a request when none is up or the one picked is at its
-        connection limit (the request is rejected).
+        The request then holds a connection on it (`Replica.release` or `Replica.close`
+        when it ends). No replica takes it when none is in rotation (the balancer answers
+        503) or the one picked is at its connection limit (it answers 503).
         """
         replica = self.cluster.route(call)
-        if replica is not None and replica.connections < self.connection_limit:
+        if replica is not None and replica.admit():
             return replica
         return None
 

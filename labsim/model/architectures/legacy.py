@@ -7,7 +7,10 @@ separate POST that has to reach that replica: through a shared store
 (`sse_store`) or by a sticky load balancer (`sticky`), the two subclasses.
 Whatever cuts the stream (a crash, the end of a drain, the load balancer's idle
 timeout) loses the call: the client starts it again and the user is asked again
-for everything they had already answered.
+for everything they had already answered. So does an answer the servers refuse (a
+full replica's 503, or a replica that does not hold the call): the client gives up the
+stream, whose call waits for an answer that will not come, and starts again, as the
+load test's client does (`loadtest/users/legacy_flow.py`).
 """
 
 from __future__ import annotations
@@ -50,8 +53,9 @@ class _Hold:
         self.think_s = self.wait_s = 0.0
 
 
-class CallFailed(Exception):
-    """A request of the call cannot be delivered any more: the call fails."""
+class AnswerRefused(Exception):
+    """The user's answer was not taken: no replica in rotation, a full one (503), or one
+    that does not hold the call."""
 
 
 class HeldStream(Architecture):
@@ -99,12 +103,16 @@ class HeldStream(Architecture):
             outcome, late_answer_s = self._cut(call, replica, hold)
         except Shed:
             outcome = _REJECTED
-        except (StoreUnavailable, CallFailed):
+        except StoreUnavailable:
             outcome = FAILED
+        except AnswerRefused:
+            outcome = LOST
         if outcome in (LOST, _REJECTED, FAILED):
             # The stream's work is gone: a restart redoes every round.
             call.wasted_cpu_s += call.cpu_s - cpu_at_start
-        self._close_stream(replica, process)
+        # A stream that ended with an answer leaves its connection to the balancer for
+        # reuse; one cut or given up closes it.
+        self._close_stream(replica, process, kept=outcome != LOST)
         if late_answer_s >= 0:
             # The user keeps thinking and answers; the refused answer shows the cut, and the
             # restarted call asks that question again (a re-prompt).
@@ -114,17 +122,21 @@ class HeldStream(Architecture):
         return outcome
 
     def _open_stream(self, call: Call, replica: Replica, process: Process) -> None:
-        """The `tools/call` POST reaches `replica`, which answers with a stream and holds it."""
+        """The `tools/call` POST reaches `replica` (which took it, `take`) and is answered
+        with a stream, held on the request's connection."""
         if call.first_replica < 0:
             call.first_replica = replica.index
-        replica.connect()
         replica.attach(process)
         self.cluster.streams.move(self.env.now, 1)
         call.bytes_in += self.params.workload.request_bytes
 
-    def _close_stream(self, replica: Replica, process: Process) -> None:
-        """The stream closes, whatever ended the attempt."""
-        replica.disconnect()
+    def _close_stream(self, replica: Replica, process: Process, kept: bool) -> None:
+        """The stream ends, whatever ended the attempt; its connection stays open for reuse
+        (`kept`) or closes."""
+        if kept:
+            replica.release()
+        else:
+            replica.close()
         replica.detach(process)
         self.cluster.streams.move(self.env.now, -1)
 

@@ -86,21 +86,20 @@ class Mrtr(Architecture):
         call.bytes_in += self.params.workload.request_bytes + carried.state_bytes
         # Only a tool that checkpoints (crunch) can be stopped and handed on.
         sheddable = not self.offloads or call.spec.offloads
-        replica.connect()
         replica.attach(process)
         cpu_before = call.cpu_s
         try:
             yield from self.execute(call, replica, work_s, sheddable and not carried.resumed)
         except Interrupt:
             # The replica died under the request: the client retries this round.
-            replica.disconnect()
+            replica.close()
             call.wasted_cpu_s += call.cpu_s - cpu_before
             return (yield from self._retry_after_cut(call))
         except Shed as shed:
-            replica.disconnect()
+            replica.release()
             replica.detach(process)
             return (yield from self._after_shed(call, replica, carried, shed, cpu_before))
-        replica.disconnect()
+        replica.release()
         replica.detach(process)
         call.rounds += 1
         carried.round_index += 1

@@ -152,19 +152,17 @@ class PersistentTools:
     ) -> Generator[simpy.Event, object, Replica | None]:
         """One request of the task's client through the balancer; the replica, or None."""
         architecture = self.architecture
-        while True:
-            replica = self.cluster.route(call)
-            if replica is not None and replica.connections < architecture.connection_limit:
-                break
-            delay = architecture.back_off(call)
-            if delay is None:
-                return None
-            yield self.env.timeout(delay)
+        replica = architecture.take(call) or (yield from architecture.retry_until_taken(call))
+        if replica is None:
+            return None
         if call.first_replica < 0:
             call.first_replica = replica.index
         call.bytes_in += request_bytes
         call.bytes_out += self.tasks.poll_response_bytes
-        yield from architecture.execute(call, replica, self.overhead_s, False)
+        try:
+            yield from architecture.execute(call, replica, self.overhead_s, False)
+        finally:
+            replica.release()
         return replica
 
     def _create(self, task: Task) -> Generator[simpy.Event, object, Replica | None]:

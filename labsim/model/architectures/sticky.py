@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import simpy
 
-from labsim.model.architectures.legacy import HeldStream
+from labsim.model.architectures.legacy import AnswerRefused, HeldStream
 
 if TYPE_CHECKING:
     from labsim.model.call import Call
@@ -30,10 +30,19 @@ class Sticky(HeldStream):
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """The cookie brings the answer POST to the holder: a request of its own, which
         queues for the holder's worker like any other (and the held call, woken by it,
-        queues again for its next round)."""
-        holder.connect()
+        queues again for its next round).
+
+        The holder takes it only below its connection limit. A holder its health checks
+        took out of rotation gets no request: the balancer sends the answer to another
+        replica, which holds no such call. Either way the answer is refused.
+        """
+        receiver = self.take(call)
+        if receiver is None:
+            raise AnswerRefused
         try:
-            yield from self.execute(call, holder, self.overhead_s, False)
+            yield from self.execute(call, receiver, self.overhead_s, False)
         finally:
-            holder.disconnect()
+            receiver.release()
+        if receiver is not holder:
+            raise AnswerRefused
         return 0.0
