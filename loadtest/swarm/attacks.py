@@ -46,8 +46,12 @@ def _yes(params: dict[str, Any]) -> dict[str, Any]:
 
 #: The attacker's answer to every question: yes (or its name).
 YES = Handlers(elicit=_yes)
-#: Seconds between two waves of abandoned waits.
-WAVE_GAP_S = 1.0
+#: Seconds between two waves of abandoned waits: far less than the 30 s one wave held a
+#: replica before waits noticed their clients leaving (so that then the replicas were
+#: never free), and enough apart that the soak measures what the waits hold, not how
+#: many requests a second this machine carries. A flood of requests is the edge's to
+#: limit, per source address, which one machine's clients (all 127.0.0.1) cannot show.
+WAVE_GAP_S = 5.0
 #: Calls the CPU-heavy attack keeps running (the issue's four).
 CPU_CALLS = 4
 #: Threads sending oversized requests.
