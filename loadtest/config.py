@@ -25,6 +25,8 @@ FAULTS = ("rolling-upgrade", "crash", "restart", "redis-outage")
 TASK_WIRES = ("seed", "extension", "both")
 #: How the task store's Redis keeps its append-only file; `off`: no file at all.
 TASK_STORE_FSYNC = ("everysec", "always", "off")
+#: How the CPU of a CPU-bound tool call is drawn (as labsim's `ServiceTime` kinds).
+TOOL_CPU_KINDS = ("deterministic", "exponential", "lognormal")
 
 
 class LoadTestError(ValueError):
@@ -161,11 +163,22 @@ class LoadTestConfig:
         "shed_in_flight so that a replica sheds",
         cli=False,
     )
-    quote_cpu_ms: float = setting(
+    tool_cpu_ms: float = setting(
         2.0,
-        help="CPU milliseconds a quote call spends in each round; no flag: quote is the "
-        "calibration's workload, which sets it",
-        cli=False,
+        metavar="MS",
+        help="CPU milliseconds each round of the lab's CPU-bound demo tools spends, on the "
+        "mean: quote's cpu_ms (one question, two rounds) and, outside the overload "
+        "scenario, crunch's units sized to as much hashing (one round)",
+    )
+    tool_cpu_cv: float = setting(
+        0.0,
+        help="spread (std / mean) of --tool-cpu-ms: each call draws its own from "
+        "--tool-cpu-kind (0: every call spends the mean)",
+    )
+    tool_cpu_kind: str = setting(
+        "deterministic",
+        help="distribution each call's --tool-cpu-ms is drawn from",
+        choices=TOOL_CPU_KINDS,
     )
     shed_in_flight: int = setting(
         2,
@@ -176,14 +189,59 @@ class LoadTestConfig:
     max_retries: int = setting(
         8,
         help="retries of one round (MRTR) or restarts of one call (legacy) before it counts "
-        "as lost; no flag: the users' client, as the simulated twin models it",
-        cli=False,
+        "as lost",
+    )
+    retry_backoff_s: float = setting(
+        0.05,
+        flag="--retry-backoff",
+        metavar="S",
+        help="seconds a user's client waits before it sends a refused round again (or starts "
+        "a cut legacy call again), doubling at each retry up to --retry-backoff-max",
+    )
+    retry_backoff_max_s: float = setting(
+        0.5, flag="--retry-backoff-max", metavar="S", help="the longest wait between two retries"
     )
     answer_timeout_s: float = setting(
         30.0,
-        help="seconds a legacy replica waits for an answer before failing the call; no flag: "
-        "the replicas' own default, which the simulated twin takes",
-        cli=False,
+        flag="--answer-timeout",
+        metavar="S",
+        help="seconds a legacy replica waits for an answer before it fails the call (the "
+        "replicas' --legacy-answer-timeout-s; the simulated twin takes it too)",
+    )
+    never_answer_share: float = setting(
+        0.0,
+        flag="--never-answer",
+        metavar="SHARE",
+        help="share of calls whose user never answers: an MRTR call ends at its first "
+        "question and holds nothing; a legacy call keeps its stream open until the replica's "
+        "--answer-timeout; such calls count as abandoned, not in latency or completion",
+    )
+    rate_per_s: float = setting(
+        0.0,
+        flag="--rate",
+        metavar="PER_S",
+        help="open loop: calls started per second at exponential intervals (Poisson), each by "
+        "a user of its own who makes that one call, however slow the replicas are (--users "
+        "is then ignored); 0: --users users each calling back to back (closed loop)",
+    )
+    max_connections: int | None = setting(
+        None,
+        metavar="N",
+        help="each replica's --max-connections: connections (and requests) it serves at "
+        "once, beyond which it answers 503 at once, health checks and held legacy streams "
+        "included (default: the server's own)",
+    )
+    cpu_workers: int | None = setting(
+        None,
+        metavar="N",
+        help="each replica's --cpu-workers: processes running CPU-heavy tool work off its "
+        "event loop (default: the server's own)",
+    )
+    cpu_inline_max_ms: float | None = setting(
+        None,
+        metavar="MS",
+        help="each replica's --cpu-inline-max-ms: tool work up to this runs on the event loop, "
+        "more in the CPU workers (default: the server's own)",
     )
     health_check_interval_ms: int = setting(
         300, help="HAProxy's health-check interval; no flag: the lab cluster's own", cli=False
@@ -210,6 +268,21 @@ class LoadTestConfig:
         "calibration and the measurements set it",
         cli=False,
     )
+
+    @property
+    def locust_users(self) -> int:
+        """The Locust users a run starts: `users`, or with `--rate` one, the arrivals."""
+        return 1 if self.rate_per_s else self.users
+
+    @property
+    def stop_timeout_s(self) -> int:
+        """How long calls still running when the time is up may take to finish, so that
+        they are not counted as lost: 20 median think times (10 s at least), and where
+        users who never answer hold legacy streams, the replicas' answer timeout on top."""
+        timeout_s = max(10.0, self.think_time_median_s * 20)
+        if self.never_answer_share and self.arch != "mrtr":
+            timeout_s += self.answer_timeout_s
+        return int(timeout_s)
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHITECTURES:
@@ -238,3 +311,15 @@ class LoadTestConfig:
             )
         if not self.tool_mix or min(self.tool_mix.values()) < 0:
             raise LoadTestError("the tool mix needs at least one tool and no negative weight")
+        if self.rate_per_s < 0 or self.tool_cpu_ms < 0 or self.tool_cpu_cv < 0:
+            raise LoadTestError("--rate, --tool-cpu-ms and --tool-cpu-cv must be non-negative")
+        if self.tool_cpu_kind not in TOOL_CPU_KINDS:
+            raise LoadTestError(f"--tool-cpu-kind is one of {TOOL_CPU_KINDS}")
+        if not 0 <= self.never_answer_share < 1:
+            raise LoadTestError("--never-answer is a share in [0, 1)")
+        if self.max_connections is not None and self.max_connections < 2:
+            raise LoadTestError("--max-connections must leave room for a health check: at least 2")
+        if min(self.retry_backoff_s, self.retry_backoff_max_s, self.max_retries) < 0:
+            raise LoadTestError("retries and their backoff must be non-negative")
+        if self.answer_timeout_s <= 0:
+            raise LoadTestError("--answer-timeout must be positive")

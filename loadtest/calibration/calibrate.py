@@ -141,7 +141,7 @@ def run_calibration(
     upgrade; live beside simulated (each run's twin simulates about `simulated_calls`
     calls). The service-spread run lasts `spread_s` (the probe's duration unless given)."""
     progress(f"probe: {PROBE_RATE_PER_S:g} calls/s of no CPU for {probe_s:g} s")
-    probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s, quote_cpu_ms=0.0), progress)
+    probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s, tool_cpu_ms=0.0), progress)
     spread = measure_service_spread(arch, spread_s or probe_s, progress)
     runs = run_levels(arch, spread.busy_s, utilizations, repeats, duration_s, progress)
     fit = fit_runs(probe, [run for level in runs for run in level])

@@ -58,7 +58,7 @@ def level_config(arch: str, rate_per_s: float, duration_s: float, **fields: Any)
         "think_time_median_s": THINK_MEDIAN_S,
         "think_time_sigma": THINK_SIGMA,
         "tool_mix": {"quote": 1.0},
-        "quote_cpu_ms": QUOTE_CPU_MS,
+        "tool_cpu_ms": QUOTE_CPU_MS,
         "pin_cores": True,
         **fields,
     }

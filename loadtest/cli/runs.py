@@ -2,6 +2,7 @@
 
     cluster    the cluster alone, up until Ctrl-C
     scenario   one scenario: a cluster, a headless swarm, a fault on cue; its summary
+               (open loop with --rate: calls started at exponential intervals)
     compare    one scenario under each architecture
     swarm      a Locust swarm with the lab's tab in its web UI, or headless
 
@@ -23,15 +24,26 @@ from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.swarm.plan import SwarmPlan
 from server.flags import add_flags, setting_of, values_from_flags
 
+#: How each replica of the lab's cluster is started: every command that starts one takes them.
+REPLICA_SETTINGS = ("max_connections", "cpu_workers", "cpu_inline_max_ms", "answer_timeout_s")
 #: The swarm's settings: every command that runs users takes them.
 SWARM_SETTINGS = (
     "replicas",
     "users",
+    "rate_per_s",
     "duration_s",
     "fault_at_s",
     "think_time_median_s",
+    "never_answer_share",
     "drain_timeout_s",
     "tool_mix",
+    "tool_cpu_ms",
+    "tool_cpu_cv",
+    "tool_cpu_kind",
+    "max_retries",
+    "retry_backoff_s",
+    "retry_backoff_max_s",
+    *REPLICA_SETTINGS,
 )
 #: What a scenario adds to them: the task store, the fault's seed and the idle timeout.
 SCENARIO_SETTINGS = ("task_wire", "task_store_fsync", "seed", "lb_idle_timeout_s")
@@ -51,7 +63,7 @@ def add_commands(commands: Any) -> None:
 
 def _add_cluster(commands: Any) -> None:
     cluster = commands.add_parser("cluster", help="start a cluster and keep it up until Ctrl-C")
-    add_flags(run_settings(cluster), LoadTestConfig, only=("arch", "replicas"))
+    add_flags(run_settings(cluster), LoadTestConfig, only=("arch", "replicas", *REPLICA_SETTINGS))
     options = command_options(cluster)
     options.add_argument("action", choices=["up"], help="up: start it, until Ctrl-C")
     options.add_argument(

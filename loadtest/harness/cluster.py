@@ -194,7 +194,8 @@ class Cluster:
     # -- replicas ----------------------------------------------------------------------
 
     def _replica(self, name: str, port: int, tool_version: int, keys: str) -> ServerProcess:
-        args = ["--tool-version", str(tool_version), *self.extra_server_args]
+        args = ["--tool-version", str(tool_version), *self._replica_settings()]
+        args += self.extra_server_args
         if self.config.arch == "sticky":
             args += ["--legacy-store", "memory"]
         elif self.config.arch == "sse-store":
@@ -224,6 +225,20 @@ class Cluster:
             log_path=self.workdir / f"{name}.log",
             cpus=self.server_cpus,
         )
+
+    def _replica_settings(self) -> list[str]:
+        """The replicas' flags the run's configuration sets: the answer timeout, and where
+        given the connection limit and the CPU workers."""
+        config = self.config
+        args = ["--legacy-answer-timeout-s", repr(config.answer_timeout_s)]
+        for flag, value in (
+            ("--max-connections", config.max_connections),
+            ("--cpu-workers", config.cpu_workers),
+            ("--cpu-inline-max-ms", config.cpu_inline_max_ms),
+        ):
+            if value is not None:
+                args += [flag, repr(value)]
+        return args
 
     def replace(self, name: str, *, tool_version: int, rotated_keys: bool) -> None:
         """Stop a replica and start its successor on the same port (it must be drained first)."""

@@ -2,6 +2,9 @@
 
     locust -f loadtest/swarm/locustfile.py --host http://127.0.0.1:PORT MrtrUser
 
+With `--rate` the users are open-loop arrivals instead: one Locust user starts each call,
+at exponential intervals, as a user of its own (`FlowUser`).
+
 Every call fires a `CALL` event named for its tool (its end-to-end latency without think
 time, size 0, an exception unless it completed) and sends its record to the master
 (`loadtest.swarm.call_relay`), which appends it to the file named by `LOADTEST_CALLS_FILE`
@@ -25,16 +28,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import gevent
+import gevent.pool
 from locust import FastHttpUser, events, task
+from locust.contrib.fasthttp import FastHttpSession
 
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import USERS_SECRET_ENV, task_tools
 from loadtest.swarm import call_relay
 from loadtest.swarm.locust_stats import CALL, REPLICA_COUNTS, install, round_kind
-from loadtest.users.flows import CallRecord, run_mrtr_flow
+from loadtest.users.flows import Backoff, CallRecord, run_mrtr_flow
 from loadtest.users.http_interface import HttpReply, StreamCut, StreamReply
 from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
-from loadtest.users.simulated_user import ThinkTime, tool_arguments
+from loadtest.users.simulated_user import ThinkTime, crunch_units_for, tool_arguments, tool_cpu_ms
 from loadtest.users.task_flow import WIRES, run_task_flow
 from server.harness.principals import user_headers
 from server.protocol.jsonrpc import json_object
@@ -43,7 +48,22 @@ CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
 CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
 STARTED_FILE = os.environ.get("LOADTEST_STARTED_FILE")
 TASK_TOOLS = set(task_tools(CONFIG.tool_mix))
+#: How the users' client waits before it sends a refused round again.
+BACKOFF = Backoff(CONFIG.retry_backoff_s, CONFIG.retry_backoff_max_s)
+#: How long open-loop calls still running at the end may take, when Locust names no
+#: stop timeout (the swarm's own runs always do).
+STOP_TIMEOUT_S = 10.0
 install(events)
+
+
+def call_cpu_ms(rng: random.Random) -> float:
+    """The CPU a CPU-bound tool's rounds spend in one call (`--tool-cpu-ms`, drawn)."""
+    return tool_cpu_ms(CONFIG.tool_cpu_ms, CONFIG.tool_cpu_cv, CONFIG.tool_cpu_kind, rng)
+
+
+def call_crunch_units(cpu_ms: float) -> int:
+    """crunch's units: the overload scenario's own, else as much hashing as `cpu_ms`."""
+    return CONFIG.crunch_units if CONFIG.scenario == "overload" else crunch_units_for(cpu_ms)
 
 
 @events.init.add_listener
@@ -60,46 +80,18 @@ def announce_start(**kwargs: Any) -> None:
             marker.write(repr(time.time()))
 
 
-class FlowUser(FastHttpUser):
-    """A user who calls demo tools one after another and answers every question."""
+class UserHttp:
+    """One user's HTTP client: its own connections and cookies (the sticky balancer's), and
+    its own principal. Implements the flows' `Post` and `LegacyHttp` on Locust's fast client,
+    whose requests land in Locust's statistics by round kind and per replica."""
 
-    abstract = True
-    last_call_s = 0.0
-
-    def wait_time(self) -> float:
-        """Closed loop, or the rest of an exponential gap since this user's last call began.
-
-        Constant pacing would keep every user's phase, and users spawned together would
-        then call together each period: bursts, not the Poisson arrivals labsim models.
-        """
-        if not CONFIG.pacing_s:
-            return 0.0
-        return max(0.0, self.rng.expovariate(1 / CONFIG.pacing_s) - self.last_call_s)
-
-    arch = "mrtr"
-
-    def on_start(self) -> None:
-        self.rng = random.Random()
-        self.think = ThinkTime(CONFIG.think_time_median_s, CONFIG.think_time_sigma, self.rng)
-        self.path = "/mcp"
-        # A principal of its own: the replicas' caps are per principal.
-        self.auth = user_headers(os.environ.get(USERS_SECRET_ENV))
-        if CONFIG.pacing_s:
-            # The first call waits an exponential gap as every later one does: users spawned
-            # together (Locust starts a second's worth at once) then offer a Poisson stream
-            # from the start, not a burst of first calls. Waited as Locust waits between
-            # tasks, so the end of the run stops a user still waiting at once; a plain sleep
-            # here held the run open for its whole stop timeout.
-            self.wait()
-
-    def pick_tool(self) -> str:
-        if CONFIG.scenario == "overload":
-            return "crunch"
-        tools, weights = zip(*CONFIG.tool_mix.items(), strict=True)
-        return self.rng.choices(tools, weights)[0]
+    def __init__(self, client: Any, auth: dict[str, str], path: str = "/mcp") -> None:
+        self.client = client
+        self.auth = auth
+        self.path = path
 
     def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
-        """One POST on Locust's fast client; JSON-RPC errors count as Locust failures."""
+        """One POST; JSON-RPC errors count as Locust failures."""
         kind = round_kind(body)
         with self.client.post(
             self.path,
@@ -153,27 +145,131 @@ class FlowUser(FastHttpUser):
                 lines,
             )
 
+
+class FlowUser(FastHttpUser):
+    """A user who calls demo tools one after another and answers every question.
+
+    With `--rate` (open loop) one such user is the arrivals instead: at exponential
+    intervals it starts a call by a user of its own, with its own connections, cookies,
+    principal and session, and does not wait for it. Calls still running when the run ends
+    get the stop timeout to finish; any left then count as lost.
+    """
+
+    abstract = True
+    last_call_s = 0.0
+
+    def wait_time(self) -> float:
+        """Open loop: the gap to the next arrival. Closed loop: none, or the rest of an
+        exponential gap since this user's last call began.
+
+        Constant pacing would keep every user's phase, and users spawned together would
+        then call together each period: bursts, not the Poisson arrivals labsim models.
+        """
+        if CONFIG.rate_per_s:
+            return self.rng.expovariate(CONFIG.rate_per_s)
+        if not CONFIG.pacing_s:
+            return 0.0
+        return max(0.0, self.rng.expovariate(1 / CONFIG.pacing_s) - self.last_call_s)
+
+    arch = "mrtr"
+
+    def on_start(self) -> None:
+        self.rng = random.Random()
+        self.think = ThinkTime(
+            CONFIG.think_time_median_s, CONFIG.think_time_sigma, self.rng, CONFIG.never_answer_share
+        )
+        # A principal of its own: the replicas' caps are per principal.
+        self.http = UserHttp(self.client, user_headers(os.environ.get(USERS_SECRET_ENV)))
+        self.holder = SessionHolder()
+        self.calls = gevent.pool.Group()
+        self.running: dict[Any, CallRecord] = {}
+        if CONFIG.pacing_s or CONFIG.rate_per_s:
+            # The first call waits an exponential gap as every later one does: users spawned
+            # together (Locust starts a second's worth at once) then offer a Poisson stream
+            # from the start, not a burst of first calls. Waited as Locust waits between
+            # tasks, so the end of the run stops a user still waiting at once; a plain sleep
+            # here held the run open for its whole stop timeout.
+            self.wait()
+
+    def on_stop(self) -> None:
+        """Open loop: give the calls still running the stop timeout, then count the rest
+        as lost (they were cut by the end of the run)."""
+        if not CONFIG.rate_per_s:
+            return
+        self.calls.join(timeout=self.environment.stop_timeout or STOP_TIMEOUT_S)
+        for record in list(self.running.values()):
+            record.outcome, record.error = "lost", "still running when the run ended"
+            record.ended = time.time()
+            self.report(record)
+        self.running.clear()
+        self.calls.kill(block=False)
+
+    def pick_tool(self) -> str:
+        if CONFIG.scenario == "overload":
+            return "crunch"
+        tools, weights = zip(*CONFIG.tool_mix.items(), strict=True)
+        return self.rng.choices(tools, weights)[0]
+
     @task
     def call_a_tool(self) -> None:
-        """One whole tool call of the mix, all rounds, then its report.
+        """One whole tool call of the mix, all rounds, then its report (open loop: start
+        one by a new user, and go on to the next arrival at once)."""
+        if CONFIG.rate_per_s:
+            self.calls.spawn(self.call_of_a_new_user)
+            return
+        self.report(self.one_call(self.http, self.holder))
+
+    def call_of_a_new_user(self) -> None:
+        """Open loop: one call by a user of its own, on a client of its own."""
+        client = FastHttpSession(
+            base_url=self.host,
+            request_event=self.environment.events.request,
+            user=self,
+            network_timeout=self.network_timeout,
+            connection_timeout=self.connection_timeout,
+            # A legacy answer is POSTed while the call's stream is still open.
+            concurrency=self.concurrency,
+        )
+        http = UserHttp(client, user_headers(os.environ.get(USERS_SECRET_ENV)))
+        me = gevent.getcurrent()
+        self.running[me] = CallRecord(tool="", arch=self.arch, started=time.time())
+        try:
+            record = self.one_call(http, SessionHolder(), self.running[me])
+        except Exception as error:  # a bug in a flow: the call counts, as a failure
+            record = self.running[me]
+            record.outcome, record.error = "failed", f"{type(error).__name__}: {error}"
+            record.ended = time.time()
+        finally:
+            self.running.pop(me, None)
+            client.client.clientpool.close()
+        self.report(record)
+
+    def one_call(
+        self, http: UserHttp, holder: SessionHolder, pending: CallRecord | None = None
+    ) -> CallRecord:
+        """One whole call of the mix, as a user with `http` and `holder` makes it.
 
         A task tool runs as a task under every architecture: the 2026-07-28 task methods,
-        in the configured wire form, against the shared task store.
+        in the configured wire form, against the shared task store. `pending` is told the
+        tool as soon as it is picked (what an open-loop call cut at the end reports).
         """
         tool = self.pick_tool()
-        arguments = tool_arguments(
-            tool, self.rng, CONFIG.crunch_units, CONFIG.provision_s, CONFIG.quote_cpu_ms
-        )
+        if pending is not None:
+            pending.tool = tool
         options = {
             "think": self.think,
             "rng": self.rng,
             "max_retries": CONFIG.max_retries,
             "sleep": gevent.sleep,
         }
+        cpu_ms = call_cpu_ms(self.rng)
+        arguments = tool_arguments(
+            tool, self.rng, call_crunch_units(cpu_ms), CONFIG.provision_s, cpu_ms
+        )
         if tool in TASK_TOOLS:
             wire = self.rng.choice(WIRES) if CONFIG.task_wire == "both" else CONFIG.task_wire
-            record = run_task_flow(
-                self.post,
+            return run_task_flow(
+                http.post,
                 tool,
                 arguments,
                 arch=self.arch,
@@ -181,16 +277,22 @@ class FlowUser(FastHttpUser):
                 timeout_s=CONFIG.task_timeout_s,
                 **options,
             )
-        else:
-            record = self.flow(tool, arguments, **options)
-        self.report(record)
+        return self.flow(http, holder, tool, arguments, backoff=BACKOFF, **options)
 
-    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
+    def flow(
+        self,
+        http: UserHttp,
+        holder: SessionHolder,
+        tool: str,
+        arguments: dict[str, Any],
+        **options: Any,
+    ) -> CallRecord:
         """Run one call the way this architecture's client does."""
         raise NotImplementedError
 
     def report(self, record: CallRecord) -> None:
-        self.last_call_s = record.ended - record.started
+        if not CONFIG.rate_per_s:
+            self.last_call_s = record.ended - record.started
         events.request.fire(
             request_type=CALL,
             name=record.tool,
@@ -219,8 +321,15 @@ class MrtrUser(FlowUser):
 
     arch = "mrtr"
 
-    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
-        return run_mrtr_flow(self.post, tool, arguments, **options)
+    def flow(
+        self,
+        http: UserHttp,
+        holder: SessionHolder,
+        tool: str,
+        arguments: dict[str, Any],
+        **options: Any,
+    ) -> CallRecord:
+        return run_mrtr_flow(http.post, tool, arguments, **options)
 
 
 class LegacyUser(FlowUser):
@@ -229,12 +338,15 @@ class LegacyUser(FlowUser):
 
     abstract = True
 
-    def on_start(self) -> None:
-        super().on_start()
-        self.holder = SessionHolder()
-
-    def flow(self, tool: str, arguments: dict[str, Any], **options: Any) -> CallRecord:
-        return run_legacy_flow(self, self.holder, tool, arguments, arch=self.arch, **options)
+    def flow(
+        self,
+        http: UserHttp,
+        holder: SessionHolder,
+        tool: str,
+        arguments: dict[str, Any],
+        **options: Any,
+    ) -> CallRecord:
+        return run_legacy_flow(http, holder, tool, arguments, arch=self.arch, **options)
 
 
 class StickyUser(LegacyUser):

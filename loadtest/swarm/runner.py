@@ -207,7 +207,7 @@ def _environment(config: LoadTestConfig, url: str, headless: bool) -> Environmen
 
     host = url.removesuffix("/mcp")
     locust_args = [
-        "-f", str(LOCUSTFILE), "--host", host, "-u", str(config.users),
+        "-f", str(LOCUSTFILE), "--host", host, "-u", str(config.locust_users),
         "-r", str(config.spawn_rate), *(["--headless"] if headless else []),
     ]  # fmt: skip
     options = get_parser(default_config_files=[]).parse_args(locust_args)
@@ -219,7 +219,7 @@ def _environment(config: LoadTestConfig, url: str, headless: bool) -> Environmen
         host=host,
         parsed_options=options,
         # Let calls in progress finish when the swarm stops, so they are not lost.
-        stop_timeout=max(10, int(config.think_time_median_s * 20)),
+        stop_timeout=config.stop_timeout_s,
     )
 
 
@@ -254,10 +254,10 @@ def _run_headless(
     """Start the users, inject the fault on cue, stop after the duration; the summary."""
     runner = swarm.runner
     started = time.time()
-    runner.start(config.users, config.spawn_rate)
+    runner.start(config.locust_users, config.spawn_rate)
     if plan.fault:
         gevent.spawn_later(config.fault_at_s, _inject_on_cue, swarm.control, plan.fault, say)
-    say(f"swarm: {config.users} users for {config.duration_s:g} s")
+    say(f"swarm: {_who(config)} for {config.duration_s:g} s")
     stop.wait(config.duration_s)
     runner.stop()
     _wait_stopped(runner, swarm.env.stop_timeout + 30)
@@ -282,6 +282,13 @@ def _run_headless(
     summary["workers"] = len(swarm.worker_ids)
     summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)
     return summary
+
+
+def _who(config: LoadTestConfig) -> str:
+    """Who calls: open-loop arrivals or closed-loop users."""
+    if config.rate_per_s:
+        return f"{config.rate_per_s:g} calls/s (open loop)"
+    return f"{config.users} users"
 
 
 def _inject_on_cue(control: ClusterControl | TargetControl, fault: str, say: Any) -> None:

@@ -50,11 +50,11 @@ def locust_command(
         "-f", str(LOCUSTFILE),
         "--headless",
         "--host", host.removesuffix("/mcp"),
-        "--users", str(config.users),
+        "--users", str(config.locust_users),
         "--spawn-rate", str(config.spawn_rate),
         "--run-time", f"{math.ceil(config.duration_s)}s",
         # Let calls in progress finish when the time is up, so they are not counted as lost.
-        "--stop-timeout", str(max(10, int(config.think_time_median_s * 20))),
+        "--stop-timeout", str(config.stop_timeout_s),
         "--json-file", str(json_path.with_suffix("")),
         "--only-summary",
         "--loglevel", "WARNING",
@@ -121,9 +121,12 @@ def run_scenario(
                 REPLICAS_FILE_ENV: str(replicas_path),
                 "PYTHONWARNINGS": "ignore",
             }
-            progress(
-                f"swarm: {config.users} users for {config.duration_s:g} s against {cluster.url}"
+            who = (
+                f"{config.rate_per_s:g} calls/s (open loop)"
+                if config.rate_per_s
+                else f"{config.users} users"
             )
+            progress(f"swarm: {who} for {config.duration_s:g} s against {cluster.url}")
             with open(work / "locust.log", "ab") as locust_log:
                 swarm = subprocess.Popen(
                     locust_command(config, cluster.url, json_path, html_path),
@@ -179,12 +182,14 @@ def _wait_for_start(swarm: subprocess.Popen, marker: Path, timeout_s: float = 60
 
 
 def _wait(swarm: subprocess.Popen, config: LoadTestConfig, progress: Callable[[str], None]) -> None:
-    deadline = time.monotonic() + config.duration_s + 120
+    # Beyond the run: the calls still running get the stop timeout, Locust a minute more.
+    slack_s = config.stop_timeout_s + 60
+    deadline = time.monotonic() + config.duration_s + slack_s
     last = 0
     while swarm.poll() is None:
         if time.monotonic() > deadline:
             raise TimeoutError("the Locust swarm did not finish in time")
-        elapsed = int(time.monotonic() - (deadline - config.duration_s - 120))
+        elapsed = int(time.monotonic() - (deadline - config.duration_s - slack_s))
         if elapsed >= last + 5:
             last = elapsed
             progress(f"  {elapsed:>4d} s / {config.duration_s:g} s")

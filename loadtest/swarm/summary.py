@@ -16,6 +16,9 @@ import numpy as np
 from loadtest.config import LoadTestConfig
 from loadtest.swarm.locust_stats import CALL
 
+#: What became of a call (`loadtest.users.flows.CallRecord.outcome`).
+OUTCOMES = ("completed", "failed", "lost", "abandoned")
+
 
 def read_calls(path: Path) -> list[dict[str, Any]]:
     """Every call record in a call log (JSON lines)."""
@@ -75,6 +78,8 @@ def summarize(
         "completed": outcomes.get("completed", 0),
         "failed": outcomes.get("failed", 0),
         "lost": outcomes.get("lost", 0),
+        # Calls whose user never answered (--never-answer): neither completed nor a miss.
+        "abandoned": outcomes.get("abandoned", 0),
         "tasks": task_totals(calls),
         # Questions a legacy call waited for on a held stream; MRTR holds nothing.
         "held": 0 if config.arch == "mrtr" else sum(len(c.get("questions", [])) for c in calls),
@@ -96,6 +101,10 @@ def summarize(
         "config": {
             "replicas": config.replicas,
             "users": config.users,
+            "rate_per_s": config.rate_per_s,
+            "never_answer_share": config.never_answer_share,
+            "max_connections": config.max_connections,
+            "tool_cpu_ms": config.tool_cpu_ms,
             "think_time_median_s": config.think_time_median_s,
             "drain_timeout_s": config.drain_timeout_s,
             "fault_at_s": config.fault_at_s,
@@ -133,7 +142,7 @@ def timeline(
     """Per-second rows: calls ending in that second by outcome, calls open, median latency."""
     seconds = int(swarm_ended - swarm_started) + 1
     rows: list[dict[str, Any]] = [
-        {"t": s, "completed": 0, "failed": 0, "lost": 0, "in_flight": 0, "p50_ms": None}
+        {"t": s, **dict.fromkeys(OUTCOMES, 0), "in_flight": 0, "p50_ms": None}
         for s in range(seconds)
     ]
     latencies: list[list[float]] = [[] for _ in range(seconds)]

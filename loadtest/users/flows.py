@@ -40,7 +40,9 @@ class CallRecord:
     arch: str
     started: float
     ended: float = 0.0
-    outcome: str = "completed"  # completed | failed | lost
+    # abandoned: the user never answered (not a miss of the servers: the plan leaves such
+    # calls out of its latency and completion)
+    outcome: str = "completed"  # completed | failed | lost | abandoned
     latency_ms: float = 0.0
     rounds: int = 0
     retries: int = 0
@@ -54,6 +56,23 @@ class CallRecord:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
+
+
+class Abandoned(Exception):
+    """The user of a call will never answer its question: the call ends there."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How long a client waits before it sends a refused request again: `first_s`, doubling
+    at each retry, never more than `max_s`."""
+
+    first_s: float = 0.05
+    max_s: float = 0.5
+
+    def delay_s(self, attempt: int) -> float:
+        """The wait before retry `attempt + 1` (attempt 0 is the first retry)."""
+        return min(self.first_s * 2**attempt, self.max_s)
 
 
 @dataclass
@@ -70,6 +89,9 @@ class Caller:
     thinking_s: float = 0.0
     answered: set[str] = field(default_factory=set)
     t0: float = field(default_factory=time.perf_counter)
+    backoff: Backoff = field(default_factory=Backoff)
+    #: The user will never answer: the call ends at its first question.
+    silent: bool = False
 
     def deliver(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply | None:
         """POST one message, again while no replica answers; None when none ever did."""
@@ -80,12 +102,14 @@ class Caller:
                     self.record.served_by.append(reply.served_by)
                 return reply
             self.record.retries += 1
-            self.sleep(min(0.05 * 2**attempt, 0.5))
+            self.sleep(self.backoff.delay_s(attempt))
         return None
 
     def answers(self, input_requests: dict[str, Any]) -> dict[str, Any]:
         """The user thinks, then answers every open question."""
         keys = sorted(input_requests)
+        if self.silent:
+            raise Abandoned(f"the user never answers {', '.join(keys)}")
         self.record.questions.append(keys)
         self.record.re_prompts += len(self.answered.intersection(keys))
         self.answered.update(keys)
@@ -136,10 +160,16 @@ def run_mrtr_flow(
     max_retries: int = 8,
     sleep: Sleep = time.sleep,
     capabilities: dict[str, Any] | None = None,
+    backoff: Backoff | None = None,
 ) -> CallRecord:
-    """One MRTR tool call, all rounds, retrying a cut round on whatever replica answers."""
+    """One MRTR tool call, all rounds, retrying a cut round on whatever replica answers.
+
+    A user who never answers ends the call at its first question (`abandoned`): under MRTR
+    nothing waits for the answer, so nothing is held.
+    """
     record = CallRecord(tool=tool, arch="mrtr", started=time.time())
-    caller = Caller(post, record, think, rng, max_retries, sleep)
+    caller = Caller(post, record, think, rng, max_retries, sleep, backoff=backoff or Backoff())
+    caller.silent = think.never_answers()
     exchange = Exchange(
         "tools/call",
         {"name": tool, "arguments": arguments},
@@ -151,6 +181,8 @@ def run_mrtr_flow(
             record.outcome, record.error = "lost", f"no replica answered {tool}"
     except McpError as error:
         record.outcome, record.error = "failed", f"{error.code}: {error.message}"
+    except Abandoned as silent:
+        record.outcome, record.error = "abandoned", str(silent)
     record.rounds = len(exchange.rounds)
     caller.finish()
     if record.outcome == "completed":

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from loadtest.users.flows import USER_CAPABILITIES, CallRecord, check_result
+from loadtest.users.flows import USER_CAPABILITIES, Abandoned, Backoff, CallRecord, check_result
 from loadtest.users.http_interface import RETRYABLE_STATUS, LegacyHttp, StreamCut
 from loadtest.users.simulated_user import Sleep, ThinkTime, answer_for, think_for
 from server.client import SESSION_HEADER, LegacySession, McpError
@@ -71,9 +71,16 @@ def run_legacy_flow(
     rng: random.Random,
     max_retries: int = 8,
     sleep: Sleep = time.sleep,
+    backoff: Backoff | None = None,
 ) -> CallRecord:
-    """One legacy tool call: held on an SSE stream; a cut call starts again and re-asks."""
+    """One legacy tool call: held on an SSE stream; a cut call starts again and re-asks.
+
+    A user who never answers keeps the call's stream open, unanswered, until the replica
+    gives up on the answer and ends it (`abandoned`): what such a call holds is the point.
+    """
     call = _LegacyCall(http, CallRecord(tool=tool, arch=arch, started=time.time()), think, rng)
+    call.silent = think.never_answers()
+    backoff = backoff or Backoff()
     record = call.record
     t0 = time.perf_counter()
     attempt = 0
@@ -101,12 +108,15 @@ def run_legacy_flow(
         except McpError as error:
             record.outcome, record.error = "failed", f"{error.code}: {error.message}"
             break
+        except Abandoned as silent:
+            record.outcome, record.error = "abandoned", str(silent)
+            break
         if attempt == max_retries:
             record.outcome = "lost"
             break
-        attempt += 1
         record.retries += 1
-        sleep(min(0.05 * 2**attempt, 0.5))
+        sleep(backoff.delay_s(attempt))
+        attempt += 1
     if record.outcome == "completed":
         record.error = ""
     record.ended = time.time()
@@ -124,6 +134,8 @@ class _LegacyCall:
     rng: random.Random
     answered: set[str] = field(default_factory=set)
     thinking_s: float = 0.0
+    #: The user will never answer: the stream is read, unanswered, until it ends.
+    silent: bool = False
 
     def drive(self, exchange: Any, sleep: Sleep) -> None:
         """POST the call, answer what the stream asks, until the result (or a cut)."""
@@ -138,15 +150,27 @@ class _LegacyCall:
             if not reply.is_stream:
                 exchange.take_json(reply.status, reply.body)
                 return
+            asked = ""
             try:
                 for line in reply.lines():
                     request = exchange.feed_line(line)
-                    if request is not None:
+                    if request is not None and self.silent:
+                        asked = asked or question_key(request)
+                    elif request is not None:
                         self.answer(exchange, request, sleep)
                     if exchange.done:
-                        return
-            except (OSError, ConnectionError) as exc:
-                raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
+                        break
+            except McpError:
+                if not asked:
+                    raise
+                # The replica's answer timeout, for the question nobody answered.
+            except (OSError, ConnectionError, StreamCut) as exc:
+                if not asked:
+                    raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
+            if asked:
+                raise Abandoned(f"the user never answered {asked!r}; the replica ended the call")
+            if exchange.done:
+                return
         raise StreamCut("the stream ended without a result")
 
     def answer(self, exchange: Any, request: dict[str, Any], sleep: Sleep) -> None:

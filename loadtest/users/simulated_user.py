@@ -4,10 +4,14 @@ how long the user thinks before answering.
 
 from __future__ import annotations
 
+import functools
+import math
 import random
 import time
 from collections.abc import Callable
 from typing import Any
+
+from server.tools.crunch import crunch_start, crunch_units
 
 Sleep = Callable[[float], None]
 
@@ -66,13 +70,53 @@ def answer_for(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return {"action": "accept", "content": content}
 
 
-class ThinkTime:
-    """How long a user takes to answer: lognormal, heavy-tailed, scaled down for a laptop."""
+def tool_cpu_ms(mean_ms: float, cv: float, kind: str, rng: random.Random) -> float:
+    """The CPU one call of a CPU-bound tool spends per round: `mean_ms` on the mean, drawn
+    as `kind` (deterministic, exponential, or lognormal with spread `cv`)."""
+    if mean_ms <= 0 or kind == "deterministic" or (kind == "lognormal" and cv <= 0):
+        return mean_ms
+    if kind == "exponential":
+        return rng.expovariate(1 / mean_ms)
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return mean_ms * rng.lognormvariate(-sigma * sigma / 2, sigma)
 
-    def __init__(self, median_s: float, sigma: float, rng: random.Random) -> None:
+
+#: Units timed once to learn how fast this machine hashes the crunch chain.
+_TIMED_UNITS = 20_000
+
+
+@functools.cache
+def crunch_units_per_ms() -> float:
+    """How many crunch units one millisecond of CPU hashes here (timed once, in CPU time,
+    the best of three: a replica runs the same chain on the same machine)."""
+    best_s = math.inf
+    for _ in range(3):
+        started = time.process_time()
+        crunch_units(crunch_start(), 0, _TIMED_UNITS)
+        best_s = min(best_s, time.process_time() - started)
+    return _TIMED_UNITS / max(best_s * 1e3, 1e-3)
+
+
+def crunch_units_for(cpu_ms: float) -> int:
+    """The crunch units that take about `cpu_ms` of CPU on this machine."""
+    return max(0, round(cpu_ms * crunch_units_per_ms()))
+
+
+class ThinkTime:
+    """How long a user takes to answer: lognormal, heavy-tailed, scaled down for a laptop;
+    a share `never_answer_share` of calls are never answered at all."""
+
+    def __init__(
+        self, median_s: float, sigma: float, rng: random.Random, never_answer_share: float = 0.0
+    ) -> None:
         self.median_s = median_s
         self.sigma = sigma
         self.rng = rng
+        self.never_answer_share = never_answer_share
+
+    def never_answers(self) -> bool:
+        """Whether the user of the call starting now will never answer (drawn per call)."""
+        return self.never_answer_share > 0 and self.rng.random() < self.never_answer_share
 
     def draw(self) -> float:
         if self.median_s <= 0:
