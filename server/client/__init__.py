@@ -11,13 +11,22 @@ from server.client.legacy import AsyncLegacyClient, LegacyClient
 from server.client.legacy_session import LegacyExchange, LegacySession
 from server.client.mrtr import AsyncMrtrClient, MrtrClient
 from server.client.options import ClientOptions
-from server.client.replies import McpError, Round, TooManyRounds, parse_body, result_of, text_of
+from server.client.replies import (
+    SERVED_BY_HEADER,
+    McpError,
+    Round,
+    TooManyRounds,
+    parse_body,
+    result_of,
+    text_of,
+)
 from server.client.taskflow import EXTENSION, SEED, TaskFlow, task_capabilities
 from server.protocol.headers import SESSION_HEADER
 
 __all__ = [
     "EXTENSION",
     "SEED",
+    "SERVED_BY_HEADER",
     "SESSION_HEADER",
     "AsyncLegacyClient",
     "AsyncMrtrClient",

@@ -79,10 +79,16 @@ class Exchange:
         return headers, body
 
     def record(
-        self, body: dict[str, Any], status: int, response: dict[str, Any] | None, elapsed_s: float
+        self,
+        body: dict[str, Any],
+        status: int,
+        response: dict[str, Any] | None,
+        elapsed_s: float,
+        served_by: str | None = None,
     ) -> bool:
-        """Take in one round's response; True when the logical request is complete."""
-        self.rounds.append(Round(body, response, status, elapsed_s))
+        """Take in one round's response (and the replica that served it, if named); True
+        when the logical request is complete."""
+        self.rounds.append(Round(body, response, status, elapsed_s, served_by))
         result = result_of(response, status)
         if result.get("resultType", "complete") != "input_required":
             self.result = result

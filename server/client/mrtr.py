@@ -16,7 +16,7 @@ import httpx
 
 from server.client.exchange import Exchange
 from server.client.http import AsyncHttpClient, BlockingHttpClient
-from server.client.replies import McpError, parse_body
+from server.client.replies import SERVED_BY_HEADER, McpError, parse_body
 from server.client.taskflow import SEED, TaskFlow
 
 
@@ -42,7 +42,7 @@ class AsyncMrtrClient(AsyncHttpClient):
         headers, body = exchange.next_request()
         started = time.perf_counter()
         response = await self._http.post(self.url, json=body, headers=headers)
-        return exchange.record(body, response.status_code, parse_body(response), _since(started))
+        return _record(exchange, body, response, started)
 
     async def run(self, exchange: Exchange) -> Exchange:
         """Drive `exchange` through all its rounds to a complete result."""
@@ -142,7 +142,7 @@ class MrtrClient(BlockingHttpClient):
         headers, body = exchange.next_request()
         started = time.perf_counter()
         response = self._http.post(self.url, json=body, headers=headers)
-        return exchange.record(body, response.status_code, parse_body(response), _since(started))
+        return _record(exchange, body, response, started)
 
     def run(self, exchange: Exchange) -> Exchange:
         """Drive `exchange` through all its rounds to a complete result."""
@@ -204,5 +204,10 @@ class MrtrClient(BlockingHttpClient):
         return (self.request("tools/list").result or {}).get("tools", [])
 
 
-def _since(started: float) -> float:
-    return time.perf_counter() - started
+def _record(
+    exchange: Exchange, body: dict[str, Any], response: httpx.Response, started: float
+) -> bool:
+    """Take one HTTP response into `exchange`, with the replica a balancer named."""
+    elapsed_s = time.perf_counter() - started
+    served_by = response.headers.get(SERVED_BY_HEADER)
+    return exchange.record(body, response.status_code, parse_body(response), elapsed_s, served_by)

@@ -1,8 +1,9 @@
 """What comes back to a client: results, JSON-RPC errors, and each round as it went.
 
 The reference clients record every HTTP round trip as a `Round` (request and response
-JSON, status, time) so notebooks can show the wire traffic, and turn error responses
-into `McpError` with the HTTP status they came with.
+JSON, status, time, and the replica that served it when a load balancer says which) so
+notebooks can show the wire traffic, and turn error responses into `McpError` with the
+HTTP status they came with.
 """
 
 from __future__ import annotations
@@ -48,18 +49,28 @@ def text_of(result: dict[str, Any] | None) -> str:
     return "".join(c.get("text", "") for c in content if c.get("type") == "text")
 
 
+#: The response header in which a load balancer in front of several replicas names the one
+#: that answered (the lab's HAProxy sets it; a replica alone does not).
+SERVED_BY_HEADER = "X-Served-By"
+
+
 class TooManyRounds(McpError):
     """The server kept asking past the client's round cap."""
 
 
 @dataclass
 class Round:
-    """One HTTP round trip of a logical request, as it went over the wire."""
+    """One HTTP round trip of a logical request, as it went over the wire.
+
+    `served_by` is the replica that answered, as the load balancer named it in
+    `SERVED_BY_HEADER`; None when nothing named it.
+    """
 
     request: dict[str, Any]
     response: dict[str, Any] | None
     http_status: int
     elapsed_s: float
+    served_by: str | None = None
 
 
 def parse_body(response: httpx.Response) -> dict[str, Any] | None:
