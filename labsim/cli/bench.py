@@ -8,7 +8,6 @@ import time
 
 from labsim.cli.options import add_command
 from labsim.model.checks import ParameterError
-from labsim.model.params import SimParams
 from labsim.study.benchmark import report
 from labsim.study.capacity import plan
 from labsim.study.plan_request import PlanRequest
@@ -45,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 def plan_timing(request: PlanRequest) -> str:
     """How long `plan` takes to answer `request` on every core, against its target."""
     started = time.perf_counter()
-    plan(request, SimParams())
+    plan(request)
     return (
         f"labsim plan, default settings, every core: "
         f"{time.perf_counter() - started:.1f} s (target: under 60 s)"

@@ -38,6 +38,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; bad parameters are one line on stderr and status 2."""
     args = parser().parse_args(argv)
+    # The command as typed, for a result that records what made it (`plan --json`).
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         status: int = args.run(args)
     except ParameterError as error:

@@ -2,8 +2,14 @@
 
 The command's flags are made from the fields of `PlanRequest`: one flag per field, with
 the field's default and help, under the field's name unless the field names another.
-`--tool-mix` sets two fields, the tools and their shares. The other options say how the
-command runs and where it writes (`COMMAND_ONLY`); they set nothing of the question.
+`--tool-mix` sets two fields, the tools and their shares. The other options say where
+the inputs come from (`--params`, `--set`), how the command runs and where it writes
+(`COMMAND_ONLY`); they set nothing of the question.
+
+It prints every figure the plan rests on, grouped by where it comes from (measured,
+stated, assumed, the lab's configuration), any note (a shape rounded up, an architecture
+no fleet serves and why, a marginal verdict), then the table. The exit status is 0 when
+every architecture has a fleet, 1 when one has none, 2 for a bad flag.
 """
 
 from __future__ import annotations
@@ -11,21 +17,28 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
+import shlex
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from labsim.cli.options import PARAMS_HELP, PROCESSES_HELP, add_command, overrides
-from labsim.model.params import SimParams
-from labsim.study.capacity import plan, plan_table
+from labsim.cli.options import PARAMS_HELP, PROCESSES_HELP, SET_HELP, add_command, set_pairs
+from labsim.model import measured
+from labsim.study.capacity import plan
+from labsim.study.plan_inputs import plan_inputs
+from labsim.study.plan_report import document, inputs, inputs_text, notes, table
 from labsim.study.plan_request import PlanRequest, parse_tool_mix, tool_mix_text
 
 #: Options of `plan` that set no field of the request, and what each does instead.
 COMMAND_ONLY = {
     "processes": PROCESSES_HELP,
-    "json": "also write the plan as JSON here",
+    "json": "also write the plan as JSON here (read by `python -m loadtest verify-plan`)",
+    "plot": "also draw each constraint's use of its limit at N and N-1 here (PNG, SVG, PDF)",
     "params": PARAMS_HELP,
+    "set": SET_HELP,
 }
 
 #: Flags that set several fields at once: how their text becomes the fields' values, and
@@ -35,11 +48,26 @@ _SHARED_FLAGS: dict[str, tuple[Callable[[str], dict[str, Any]], Callable[..., st
 }
 
 
+class _Stated(argparse.Action):
+    """Store a flag's value and note that the architect stated it (the plan prints which
+    figures were stated and which are assumptions)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.stated = {*getattr(namespace, "stated", set()), self.dest}
+
+
 def request_flags() -> dict[str, tuple[str, ...]]:
     """Each flag of `plan` that sets the request, and the `PlanRequest` fields it sets."""
     flags: dict[str, tuple[str, ...]] = {}
     for field in dataclasses.fields(PlanRequest):
-        flag = field.metadata.get("flag", "--" + field.name.replace("_", "-"))
+        flag = field.metadata["flag"] or "--" + field.name.replace("_", "-")
         flags[flag] = (*flags.get(flag, ()), field.name)
     return flags
 
@@ -48,24 +76,45 @@ def add_to(commands: argparse._SubParsersAction) -> None:
     """The `plan` command: a flag per request field, then the command's own options."""
     planning = add_command(commands, "plan", "right-size each architecture, with its bill")
     defaults = PlanRequest()
-    helps = {field.name: field.metadata["help"] for field in dataclasses.fields(PlanRequest)}
+    fields = {field.name: field for field in dataclasses.fields(PlanRequest)}
+    measured_round = plan_inputs().measured_round
+    from_file = {
+        "round_cpu_ms": f"{measured_round.mean_s * 1e3:.4g}",
+        "round_cpu_cv": f"{measured_round.cv:g}",
+        "round_cpu_kind": measured_round.kind,
+    }
     for flag, names in request_flags().items():
         dest = flag.removeprefix("--").replace("-", "_")
-        if len(names) == 1:
-            default = getattr(defaults, names[0])
-            planning.add_argument(
-                flag, dest=dest, type=type(default), default=default, help=helps[names[0]]
-            )
-        else:
+        field = fields[names[0]]
+        if len(names) > 1:
             # A flag of several fields has its own way from text to values (a KeyError here
             # is a new shared flag without one).
             _, as_text = _SHARED_FLAGS[flag]
             default_text = as_text(*(getattr(defaults, name) for name in names))
-            planning.add_argument(flag, dest=dest, default=default_text, help=helps[names[0]])
+            planning.add_argument(
+                flag, dest=dest, default=default_text, help=field.metadata["help"], action=_Stated
+            )
+            continue
+        help_text = field.metadata["help"]
+        if names[0] in from_file:
+            help_text += f" (default: the parameter file's round; the lab's: {from_file[names[0]]})"
+        planning.add_argument(
+            flag,
+            dest=dest,
+            type=field.metadata["kind"],
+            choices=field.metadata["choices"],
+            default=getattr(defaults, names[0]),
+            help=help_text,
+            action=_Stated,
+        )
+    planning.add_argument("--params", metavar="FILE", help=COMMAND_ONLY["params"])
+    planning.add_argument(
+        "--set", action="append", default=[], metavar="PATH=VALUE", help=COMMAND_ONLY["set"]
+    )
     planning.add_argument("--processes", type=int, default=None, help=COMMAND_ONLY["processes"])
     planning.add_argument("--json", metavar="FILE", help=COMMAND_ONLY["json"])
-    planning.add_argument("--params", metavar="FILE", help=COMMAND_ONLY["params"])
-    planning.set_defaults(run=run)
+    planning.add_argument("--plot", metavar="FILE", help=COMMAND_ONLY["plot"])
+    planning.set_defaults(run=run, stated=set())
 
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
@@ -81,23 +130,51 @@ def request_from(args: argparse.Namespace) -> PlanRequest:
     return PlanRequest(**values)
 
 
+def stated_fields(args: argparse.Namespace) -> set[str]:
+    """The request fields the command line stated (a flag given, even at its default)."""
+    flags = request_flags()
+    return {
+        name for dest in args.stated for name in flags.get("--" + dest.replace("_", "-"), (dest,))
+    }
+
+
 def run(args: argparse.Namespace) -> int:
-    """Plan every architecture, print the table, and write the JSON if asked."""
+    """Plan every architecture, print what it rests on and the table, write what was asked."""
     started = time.perf_counter()
     request = request_from(args)
-    base = SimParams().with_overrides(**overrides([], args.params))
-    answer = plan(request, base, processes=args.processes, progress=True)
-    answer["elapsed_s"] = time.perf_counter() - started
-    print(
-        f"{request.rate_per_s:g} calls/s, think median {request.think_median_s:g} s, SLO p95 "
-        f"{request.slo_p95_ms:g} ms and {request.slo_completed_fraction:.0%} completed; "
-        f"replicas of {request.vcpus_per_replica:g} vCPU, "
-        f"{request.memory_gb_per_replica:g} GB, {request.connection_limit} connections, "
-        f"CPU target {request.target_cpu_utilization:.0%}; "
-        f"{request.replications} replications\n"
-    )
-    print(plan_table(answer))
-    print(f"\nelapsed: {answer['elapsed_s']:.1f} s")
+    measurement = measured.load(args.params) if args.params else None
+    plan_input = plan_inputs(measurement, set_pairs(args.set))
+    answer = plan(request, plan_input, processes=args.processes, progress=sys.stderr.isatty())
+    stated = stated_fields(args)
+    command = "python -m labsim " + shlex.join(getattr(args, "argv", ["plan"]))
+    print(inputs_text(inputs(answer, stated)))
+    for note in notes(answer):
+        print(f"note: {note}")
+    print()
+    print(table(answer))
+    elapsed_s = time.perf_counter() - started
+    print(f"\nelapsed: {elapsed_s:.1f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(answer, indent=2, default=float) + "\n")
-    return 0
+        written = document(answer, command, stated)
+        written["elapsed_s"] = elapsed_s
+        Path(args.json).write_text(json.dumps(_plain(written), indent=2) + "\n")
+    if args.plot:
+        from labsim.study.plots.plan import plan_uses  # matplotlib loads only when asked
+
+        plan_uses(document(answer, command, stated)).savefig(args.plot, dpi=120)
+    every = all(a["replicas"] is not None for a in answer["architectures"].values())
+    return 0 if every else 1
+
+
+def _plain(value: Any) -> Any:
+    """`value` as JSON writes it: dataclasses as their fields, tuples as lists, an infinite
+    figure (a p95 that is a miss) as null."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

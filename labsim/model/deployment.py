@@ -32,6 +32,9 @@ class ClusterParams:
 
     replicas: int = 4  # assumption: a small deployment, quick to sweep
     workers_per_replica: int = 2  # one worker per vCPU
+    # The share of a CPU a worker gets: a replica of less than one vCPU (Fargate sells
+    # 0.25 and 0.5) runs its one worker on that share, its work taking that much longer.
+    worker_speed: float = 1.0
     vcpus_per_replica: float = 2.0  # AWS Fargate task size 2 vCPU
     memory_gb_per_replica: float = 4.0  # the smallest Fargate memory for 2 vCPU
     base_memory_bytes: int = 52_424_704  # measured.json (replica): RSS of a warmed-up idle replica
@@ -95,6 +98,10 @@ class ClusterParams:
             "network_rtt_cv",
         )
         check_fraction(self, "checkpoint_fraction")
+        require(
+            isinstance(self.worker_speed, int | float) and 0 < self.worker_speed <= 1,
+            f"worker_speed must be in (0, 1], got {self.worker_speed!r}",
+        )
         require(
             self.connection_limit >= 2,
             "connection_limit must be >= 2: a request is served only while the open "

@@ -1,23 +1,25 @@
 """Right-sizing: the smallest fleet of each architecture that meets an SLO, and its bill.
 
-An architect brings a workload (calls per second, how long users think, the
-tool mix, who never answers), a service-level objective (p95 server latency of
-a call, the share of answered calls that complete) and a replica shape (vCPUs,
-memory, a connection limit, a target CPU utilisation). For each architecture
-the planner
+An architect brings a workload (calls per second, the server work of a round, how long
+users think, the tool mix, who never answers), a service-level objective (p95 server
+latency over every call whose user answers, failed or lost calls counting as misses, and
+the share of those calls that complete) and a replica shape (vCPUs and memory as AWS
+Fargate sells them, a connection limit, a CPU target). For each architecture the planner
 
-1. guesses from first principles how many replicas each limit needs: CPU from
-   the work per call, memory as a replica's base plus held calls x bytes per
-   held call, open connections, the held calls from Little's law (arrival rate
-   x questions x time a question is held);
-2. confirms by simulation, with replications, walking from the guess to the
-   smallest fleet that meets the SLO and every limit, and keeps the run one
-   replica smaller to show that it does not;
-3. names the constraint that binds (`cpu`, `memory`, `connections` or
-   `latency`) and prices the fleet per month (`labsim.model.cost`).
+1. checks the SLO against the latency floor, what the rounds take with nothing waiting
+   (`labsim.study.latency_floor`): below it no fleet meets, and the plan says so;
+2. guesses from first principles how many replicas each constraint needs: CPU from the
+   work per call, memory and connections from the calls held while users think
+   (Little's law), latency from the waits of an M/M/c queue;
+3. walks from the guess, one size at a time, simulating every size with replications
+   (more where a confidence interval straddles the SLO), down while fleets meet or up
+   until one does: the answer is the smallest that meets, and the one below it, which
+   does not, says what breaks (`labsim.study.plan_verdict`);
+4. names the binding constraint and prices the fleet per month (`labsim.model.cost`).
 
-The question is a `PlanRequest` (`labsim.study.plan_request`). The replications of
-every architecture's next step run together, spread over every core.
+The question is a `PlanRequest` (`labsim.study.plan_request`), its inputs a `PlanInputs`
+(`labsim.study.plan_inputs`); the replications of every architecture's next step run
+together, spread over every core.
 """
 
 from __future__ import annotations
@@ -25,43 +27,60 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from scipy import stats
 
-from labsim.model.cost import BYTES_PER_GB, SECONDS_PER_HOUR, Usage, bill
+from labsim.model.checks import ParameterError
+from labsim.model.cost import SECONDS_PER_HOUR, Usage, bill
+from labsim.model.demand import split_round
 from labsim.model.params import SimParams
+from labsim.model.shapes import Shape, smallest_sold
 from labsim.model.simulation import ARCHITECTURES
 from labsim.model.tools import questions_per_call, requests_per_call
+from labsim.study import theory
 from labsim.study.experiments import RunSpec, replication_seeds, run_many
+from labsim.study.latency_floor import LatencyFloor, latency_floor
+from labsim.study.plan_inputs import PlanInputs, plan_inputs
 from labsim.study.plan_request import PlanRequest
+from labsim.study.plan_verdict import (
+    Verdict,
+    binding,
+    judge,
+    request_memory_bytes,
+    straddles,
+)
+from labsim.study.plan_walk import Walk
 
 HOURS_PER_MONTH = 730.0  # AWS's billing month: 365 days x 24 h / 12
-BINDINGS = ("cpu", "memory", "connections", "latency")
 # A peak of Poisson-like held calls sits about this many standard deviations above the mean.
 PEAK_SIGMAS = 3.0
 
 
-def held_s_per_question(request: PlanRequest, answer_timeout_s: float) -> float:
+def held_s_per_question(request: PlanRequest) -> float:
     """Mean time a legacy replica holds a call for one question: E[min(think, timeout)].
 
     Users who never answer are held the whole timeout.
     """
     think = stats.lognorm(s=request.think_sigma, scale=request.think_median_s)
+    timeout_s = request.answer_timeout_s
     # E[min(T, c)] = integral of the survival function from 0 to c.
     capped_s = float(
-        sum(think.sf(answer_timeout_s * (k + 0.5) / 400) for k in range(400))
-        * answer_timeout_s
-        / 400
+        sum(think.sf(timeout_s * (k + 0.5) / 400) for k in range(400)) * timeout_s / 400
     )
     answering = 1 - request.never_answer_fraction
-    return answering * capped_s + (1 - answering) * answer_timeout_s
+    return answering * capped_s + (1 - answering) * timeout_s
 
 
-def first_guess(request: PlanRequest, base: SimParams, architecture: str) -> dict[str, int]:
-    """Replicas each limit needs, from first principles (before any simulation)."""
-    workload, state = base.workload, base.state
+def first_guess(
+    request: PlanRequest, params: SimParams, architecture: str, floor_ms: float = 0.0
+) -> dict[str, int]:
+    """Replicas each constraint needs, from first principles (before any simulation).
+
+    `params` is the deployment the plan simulates (any fleet size); `floor_ms` the p95
+    latency with nothing waiting, which the latency guess adds queueing to.
+    """
+    workload, state, cluster = params.workload, params.state, params.cluster
     requests = requests_per_call(request.tools, request.tool_mix)
     questions = questions_per_call(request.tools, request.tool_mix)
     overhead_s, tool_s = workload.request_overhead_s, workload.round_cpu.mean_s
@@ -70,24 +89,28 @@ def first_guess(request: PlanRequest, base: SimParams, architecture: str) -> dic
         cpu_per_call_s = requests * (overhead_s + tool_s)
         cpu_per_call_s += (requests - 1) * (state.seal_cpu_s + state.open_cpu_s)
         held_calls = 0.0
+        requests_in = requests
     else:
         # The tools/call POST and one POST per answer; the rounds run on the held stream.
         cpu_per_call_s = requests * tool_s + (1 + questions) * overhead_s
-        held_calls = (
-            request.rate_per_s
-            * questions
-            * held_s_per_question(request, base.client.answer_timeout_s)
-        )
-    busy_workers = request.rate_per_s * cpu_per_call_s
+        held_calls = request.rate_per_s * questions * held_s_per_question(request)
+        requests_in = 1 + questions
+    busy_workers = request.rate_per_s * cpu_per_call_s / request.worker_speed
     needs = {"cpu": math.ceil(busy_workers / (request.workers * request.target_cpu_utilization))}
-    room_bytes = request.memory_gb_per_replica * BYTES_PER_GB - request.base_memory_bytes
-    per_replica_calls = {
-        "memory": room_bytes / max(base.cluster.held_call_bytes, 1),
-        "connections": float(request.connection_limit - 1),
+    # Connections besides the held streams: requests in progress and those the balancer
+    # keeps open for reuse, about the requests of a keep-alive time's worth of arrivals
+    # that overlap (at least one).
+    request_rate = request.rate_per_s * requests_in
+    in_progress = request_rate * (overhead_s + tool_s + cluster.network_rtt_s)
+    room_bytes = request_memory_bytes(request) - cluster.base_memory_bytes
+    rooms = {
+        "memory": room_bytes / max(cluster.held_call_bytes, 1),
+        # One connection stays free for the request that arrives, one for a health check.
+        "connections": float(request.connection_limit - 2),
     }
-    for limit, room in per_replica_calls.items():
-        needs[limit] = _replicas_for_peak(held_calls, room)
-    needs["latency"] = 1
+    needs["memory"] = _replicas_for_peak(held_calls, rooms["memory"])
+    needs["connections"] = _replicas_for_peak(held_calls + 2 * in_progress, rooms["connections"])
+    needs["latency"] = _replicas_for_latency(request, request_rate, overhead_s + tool_s, floor_ms)
     return needs
 
 
@@ -101,207 +124,198 @@ def _replicas_for_peak(total: float, room: float) -> int:
     return n
 
 
-@dataclass
-class Evaluation:
-    """A fleet size simulated with replications: what it achieved against each limit."""
-
-    replicas: int
-    p95_ms: float
-    completed_share: float
-    utilization: float
-    peak_replica_memory_bytes: float
-    peak_replica_connections: int
-    ratios: dict[str, float]  # load / limit per constraint; > 1 fails
-    runs: list[dict[str, Any]] = field(repr=False, default_factory=list)
-
-    @property
-    def meets(self) -> bool:
-        """Whether this fleet meets the SLO and every limit."""
-        return all(ratio <= 1 for ratio in self.ratios.values())
-
-    def worst(self) -> str:
-        """The constraint closest to (or furthest past) its limit."""
-        return max(BINDINGS, key=lambda name: self.ratios[name])
+def _replicas_for_latency(
+    request: PlanRequest, request_rate: float, work_s: float, floor_ms: float
+) -> int:
+    """Fewest replicas whose requests' 95th-percentile wait in an M/M/c queue (c workers,
+    round-robin shares of the requests) fits between the floor and the SLO."""
+    room_s = (request.slo_p95_ms - floor_ms) / 1e3
+    if room_s <= 0 or work_s <= 0:
+        return 1
+    servers, rate = request.workers, request.worker_speed / work_s
+    for n in range(1, request.max_replicas + 1):
+        arrivals = request_rate / n
+        if arrivals >= servers * rate:
+            continue
+        waiting = theory.erlang_c(servers, arrivals / rate)
+        wait_s = math.log(waiting / 0.05) / (servers * rate - arrivals) if waiting > 0.05 else 0.0
+        if wait_s <= room_s:
+            return n
+    return request.max_replicas
 
 
-def evaluate(request: PlanRequest, replicas: int, runs: list[dict[str, Any]]) -> Evaluation:
-    """Judge the runs of one fleet size against the SLO and the replica's limits."""
-    p95_ms = _mean(r["p95_latency_s"] for r in runs) * 1e3
-    shares = [
-        r["completed"] / (r["calls"] - r["abandoned"]) if r["calls"] > r["abandoned"] else 1.0
-        for r in runs
-    ]
-    completed_share = _mean(shares)
-    utilization = _mean(r["utilization"] for r in runs)
-    memory = request.base_memory_bytes + max(r["peak_replica_held_bytes"] for r in runs)
-    connections = max(r["peak_replica_connections"] for r in runs)
-    missed = (1 - completed_share) / max(1 - request.slo_completed_fraction, 1e-9)
-    latency = p95_ms / request.slo_p95_ms
-    if completed_share < request.slo_completed_fraction:
-        latency = max(latency, missed, 1.0 + 1e-9)
-    ratios = {
-        "cpu": utilization / request.target_cpu_utilization,
-        "memory": memory / (request.memory_gb_per_replica * BYTES_PER_GB),
-        # Reaching the limit means some connection was turned away.
-        "connections": connections / (request.connection_limit - 0.5),
-        "latency": latency if math.isfinite(latency) else math.inf,
-    }
-    return Evaluation(
-        replicas, p95_ms, completed_share, utilization, memory, connections, ratios, runs
+def sold_shape(request: PlanRequest) -> tuple[PlanRequest, str]:
+    """The request on a replica shape AWS Fargate sells: as asked, or rounded up to the
+    smallest sold one at least as large (and a note saying so)."""
+    asked = Shape(request.vcpus_per_replica, request.memory_gb_per_replica)
+    sold = smallest_sold(asked)
+    if sold == asked:
+        return request, ""
+    rounded = dataclasses.replace(
+        request, vcpus_per_replica=sold.vcpus, memory_gb_per_replica=sold.memory_gb
     )
-
-
-def _mean(values: Any) -> float:
-    sample = [v for v in values if v is not None and not math.isnan(v)]
-    return sum(sample) / len(sample) if sample else math.inf
-
-
-class _Search:
-    """The walk of one architecture from its first guess to the smallest fleet that meets."""
-
-    def __init__(self, guess: int, max_replicas: int) -> None:
-        self.next: int | None = max(1, min(guess, max_replicas))
-        self.max_replicas = max_replicas
-        self.fails = 0  # largest size known to fail (0: none known)
-        self.meets: int | None = None  # smallest size known to meet
-        self.results: dict[int, Evaluation] = {}
-        self._step = 1
-
-    def record(self, result: Evaluation) -> None:
-        n = result.replicas
-        self.results[n] = result
-        if result.meets:
-            self.meets = n if self.meets is None else min(self.meets, n)
-        else:
-            self.fails = max(self.fails, n)
-        if self.meets is None:
-            if n >= self.max_replicas:
-                self.next = None
-                return
-            self.next = min(self.max_replicas, n + self._step)
-            self._step *= 2
-        elif self.meets - self.fails <= 1:
-            self.next = None
-        elif self.meets - 1 not in self.results:
-            self.next = self.meets - 1  # trust the guess: one fewer first
-        else:
-            self.next = (self.fails + self.meets) // 2
+    return rounded, f" (asked {asked}, which Fargate does not sell: rounded up)"
 
 
 def plan(
     request: PlanRequest,
-    base: SimParams | None = None,
+    inputs: PlanInputs | None = None,
     architectures: Sequence[str] = tuple(ARCHITECTURES),
     processes: int | None = None,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Right-size each architecture for `request`: the JSON-ready answer of `labsim plan`."""
-    base = base or SimParams()
-    seeds = replication_seeds(request.seed, request.replications)
-    guesses = {a: first_guess(request, base, a) for a in architectures}
-    searches = {a: _Search(max(g.values()), request.max_replicas) for a, g in guesses.items()}
-    while pending := {a: s.next for a, s in searches.items() if s.next is not None}:
-        specs = [
-            RunSpec(request.params(base, n), a, seed, (("replicas", n),))
-            for a, n in pending.items()
-            for seed in seeds
-        ]
-        rows = run_many(specs, processes, progress).to_dict("records")
-        for a, n in pending.items():
-            runs = [r for r in rows if r["architecture"] == a and r["replicas"] == n]
-            searches[a].record(evaluate(request, n, runs))
+    """Right-size each architecture for `request`: the answer of `labsim plan`, JSON-ready
+    (see `labsim.study.plan_report` for its document and table)."""
+    request, shape_note = sold_shape(request)
+    inputs = inputs or plan_inputs(architectures=architectures)
+    whole = request.whole_round(inputs.measured_round)
+    deployments = {a: _Deployment(request, inputs, a) for a in architectures}
+    for a, deployment in deployments.items():
+        base = deployment.base
+        if base.cluster.base_memory_bytes >= request_memory_bytes(request):
+            raise ParameterError(
+                f"--memory-gb-per-replica {request.memory_gb_per_replica:g}: an idle {a} "
+                f"replica alone takes {base.cluster.base_memory_bytes / 2**20:.0f} MiB"
+            )
+    floors = {a: latency_floor(d.at(1), a, request.seed) for a, d in deployments.items()}
+    guesses = {
+        a: first_guess(request, d.at(1), a, floors[a].p95_ms) for a, d in deployments.items()
+    }
+    walks = {
+        a: Walk(max(guesses[a].values()), request.max_replicas)
+        for a in architectures
+        if floors[a].p95_ms <= request.slo_p95_ms
+    }
+    _walk_all(request, deployments, walks, processes, progress)
     return {
-        "request": dataclasses.asdict(request),
+        "request": request,
+        "whole_round": whole,
+        "shape_note": shape_note,
+        "inputs": inputs,
+        "deployments": {a: d.at(_size(walks.get(a))) for a, d in deployments.items()},
         "architectures": {
-            a: _answer(request, base, a, searches[a], guesses[a]) for a in architectures
+            a: _answer(request, walks.get(a), floors[a], guesses[a], deployments[a], a)
+            for a in architectures
         },
     }
 
 
 def _answer(
-    request: PlanRequest, base: SimParams, architecture: str, search: _Search, guess: dict
+    request: PlanRequest,
+    walk: Walk | None,
+    floor: LatencyFloor,
+    guess: dict[str, int],
+    deployment: _Deployment,
+    architecture: str,
 ) -> dict[str, Any]:
-    chosen_n = search.meets if search.meets is not None else max(search.results)
-    chosen = search.results[chosen_n]
-    fewer = search.results.get(chosen_n - 1)
-    binding = chosen.worst()
-    if fewer is not None:
-        # A limit that fails one replica down binds; slow or failed calls there are its
-        # consequence (refused connections are retried late), so latency binds only alone.
-        failing = {k: v for k, v in fewer.ratios.items() if v > 1 and k != "latency"}
-        binding = max(failing, key=failing.__getitem__) if failing else "latency"
-    costs = monthly_cost(request, base, architecture, chosen)
-    return {
-        "replicas": chosen_n,
-        "binding": binding,
-        "meets_slo": chosen.meets,
-        "p95_ms": chosen.p95_ms,
-        "completed_share": chosen.completed_share,
-        "utilization": chosen.utilization,
-        "peak_replica_memory_mb": chosen.peak_replica_memory_bytes / 1e6,
-        "peak_replica_connections": chosen.peak_replica_connections,
-        "ratios": chosen.ratios,
-        "cost_per_month_usd": costs["total_usd"],
-        "cost_breakdown": costs,
+    """One architecture's answer: its fleet, what binds it, one fewer, and the bill."""
+    found: dict[str, Any] = {
         "first_guess": guess,
-        "simulated_sizes": sorted(search.results),
-        "one_fewer": {
-            "replicas": chosen_n - 1,
-            "meets_slo": bool(fewer.meets) if fewer is not None else False,
-            "p95_ms": fewer.p95_ms if fewer is not None else None,
-            "ratios": fewer.ratios if fewer is not None else None,
-        },
+        "latency_floor_p95_ms": floor.p95_ms,
+        "base_memory_bytes": deployment.base.cluster.base_memory_bytes,
+        "simulated_sizes": sorted(walk.results) if walk else [],
     }
+    if walk is None:
+        return {**found, "replicas": None, "meets": False, "binding": "latency",
+                "reason": floor.why(request.slo_p95_ms)}  # fmt: skip
+    if walk.answer is None:
+        largest = walk.results[max(walk.results)]
+        return {**found, "replicas": None, "meets": False, "binding": largest.broke()[0],
+                "reason": walk.stopped, "largest_tried": largest.summary()}  # fmt: skip
+    chosen = walk.results[walk.answer]
+    fewer = walk.results.get(walk.answer - 1)
+    costs = monthly_cost(deployment.at(chosen.replicas), architecture, chosen)
+    found.update(chosen.summary())
+    found.update(
+        binding=binding(chosen, fewer),
+        cost_per_month_usd=costs["total_usd"],
+        cost_breakdown=costs,
+    )
+    if fewer is not None:
+        found["one_fewer"] = fewer.summary()
+    else:
+        found["one_fewer_reason"] = "nothing smaller than 1 replica"
+    return found
 
 
-def monthly_cost(
-    request: PlanRequest, base: SimParams, architecture: str, result: Evaluation
-) -> dict[str, float]:
+def _size(walk: Walk | None) -> int:
+    """The fleet a walk answered, or a single replica when it has no answer."""
+    return walk.answer if walk is not None and walk.answer is not None else 1
+
+
+class _Deployment:
+    """One architecture's simulated deployment at any fleet size: its parameters (the
+    files and `--set`) with the request's workload, its round split into the request's
+    overhead and the tool's work."""
+
+    def __init__(self, request: PlanRequest, inputs: PlanInputs, architecture: str) -> None:
+        self.request = request
+        self.base = inputs.bases[architecture]
+        whole = request.whole_round(inputs.measured_round)
+        self.tool, self.overhead_s = split_round(whole, self.base.workload.request_overhead_s)
+
+    def at(self, replicas: int) -> SimParams:
+        return self.request.params(self.base, replicas, self.tool, self.overhead_s)
+
+
+def simulated(
+    request: PlanRequest,
+    architecture: str,
+    replicas: int = 1,
+    inputs: PlanInputs | None = None,
+) -> SimParams:
+    """The deployment `plan` simulates for `request`: `replicas` of `architecture`, on
+    the lab's measured parameters unless `inputs` says otherwise (for `first_guess`, or a
+    run of one's own)."""
+    inputs = inputs or plan_inputs(architectures=(architecture,))
+    return _Deployment(sold_shape(request)[0], inputs, architecture).at(replicas)
+
+
+def _walk_all(
+    request: PlanRequest,
+    deployments: dict[str, _Deployment],
+    walks: dict[str, Walk],
+    processes: int | None,
+    progress: bool,
+) -> None:
+    """Step every architecture's walk together until each has its answer."""
+    seeds = replication_seeds(request.seed, request.max_replications)
+    runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    step = 0
+    while pending := {a: w.next for a, w in walks.items() if w.next is not None}:
+        step += 1
+        specs = []
+        for a, n in pending.items():
+            done = len(runs.get((a, n), []))
+            more = seeds[done : done + request.replications]
+            specs += [RunSpec(deployments[a].at(n), a, s, (("replicas", n),)) for s in more]
+        sizes = ", ".join(f"{a} {n}" for a, n in pending.items())
+        rows = run_many(specs, processes, progress, f"plan step {step} ({sizes})")
+        for row in rows.to_dict("records"):
+            runs.setdefault((row["architecture"], int(row["replicas"])), []).append(row)
+        for a, n in pending.items():
+            base_memory = deployments[a].base.cluster.base_memory_bytes
+            verdict = judge(request, n, runs[(a, n)], base_memory)
+            if straddles(request, verdict):
+                if len(verdict.runs) < request.max_replications:
+                    continue  # more replications of this size next step
+                verdict.marginal = True
+            walks[a].record(verdict)
+
+
+def monthly_cost(params: SimParams, architecture: str, verdict: Verdict) -> dict[str, float]:
     """A month of the fleet: its replicas, the store it needs, and the bytes it sends."""
-    params = request.params(base, result.replicas)
     window_s = params.horizon_s - params.warmup_s
     month_s = HOURS_PER_MONTH * SECONDS_PER_HOUR
     per_s = {
-        key: _mean(r[key] / window_s for r in result.runs) for key in ("store_ops", "bytes_out")
+        key: sum(r[key] for r in verdict.runs) / len(verdict.runs) / window_s
+        for key in ("store_ops", "bytes_out")
     }
     usage = Usage(
-        replica_hours=result.replicas * HOURS_PER_MONTH,
+        replica_hours=verdict.replicas * HOURS_PER_MONTH,
         store_hours=HOURS_PER_MONTH if ARCHITECTURES[architecture].uses_store else 0.0,
         store_ops=round(per_s["store_ops"] * month_s),
         egress_bytes=round(per_s["bytes_out"] * month_s),
-        calls=round(request.rate_per_s * month_s),
+        calls=round(params.workload.arrival_rate_per_s * month_s),
     )
     return bill(usage, params).as_dict()
-
-
-def plan_table(answer: dict[str, Any]) -> str:
-    """The plan as a readable table, one column per architecture."""
-    rows: dict[str, dict[str, str]] = {}
-    for name, a in answer["architectures"].items():
-        breakdown = a["cost_breakdown"]
-        fewer = a["one_fewer"]
-        rows[name] = {
-            "replicas": str(a["replicas"]),
-            "binding constraint": a["binding"],
-            "meets SLO and limits": "yes" if a["meets_slo"] else "NO",
-            "p95 server latency (ms)": f"{a['p95_ms']:.1f}",
-            "completed (of answered)": f"{a['completed_share']:.4f}",
-            "CPU utilisation": f"{a['utilization']:.2f}",
-            "peak memory per replica (MB)": f"{a['peak_replica_memory_mb']:.0f}",
-            "peak connections per replica": str(a["peak_replica_connections"]),
-            "first guess (cpu/mem/conn)": "{cpu}/{memory}/{connections}".format(**a["first_guess"]),
-            "one fewer: replicas": str(fewer["replicas"]),
-            "one fewer: meets": "yes" if fewer["meets_slo"] else "no",
-            "cost per month (USD)": f"{a['cost_per_month_usd']:,.2f}",
-            "  replicas": f"{breakdown['replicas_usd']:,.2f}",
-            "  store": f"{breakdown['store_usd']:,.2f}",
-            "  egress": f"{breakdown['egress_usd']:,.2f}",
-        }
-    names = list(rows)
-    labels = list(next(iter(rows.values())))
-    width = max(len(label) for label in labels)
-    lines = [" " * width + "".join(f"{n:>14s}" for n in names)]
-    lines += [
-        label.ljust(width) + "".join(f"{rows[n][label]:>14s}" for n in names) for label in labels
-    ]
-    return "\n".join(lines)

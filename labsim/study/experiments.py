@@ -86,15 +86,18 @@ def _run_summary(spec: RunSpec) -> dict[str, Any]:
 
 
 def run_many(
-    specs: Sequence[RunSpec], processes: int | None = None, progress: bool = False
+    specs: Sequence[RunSpec],
+    processes: int | None = None,
+    progress: bool = False,
+    description: str = "runs",
 ) -> pd.DataFrame:
     """Run every spec (in parallel across cores), one row of per-run metrics each.
 
     `processes=None` uses every core; 1 runs in this process. `progress`
-    shows a tqdm bar.
+    shows a tqdm bar, of `len(specs)` runs, labelled `description`.
     """
     workers = min(os.cpu_count() or 1, len(specs)) if processes is None else processes
-    bar = tqdm(total=len(specs), disable=not progress, desc="runs", unit="run", leave=False)
+    bar = tqdm(total=len(specs), disable=not progress, desc=description, unit="run", leave=False)
     rows: list[dict[str, Any]] = [{} for _ in specs]
     if workers <= 1:
         for k, spec in enumerate(specs):

@@ -3,7 +3,9 @@
 Each field of `PlanRequest` states its default, its source and its help once; the
 `plan` command makes one flag per field from them (`labsim.cli.plan`), under the
 field's name (`--think-median-s`) unless the field names the flag users know (`--rate`).
-The tools and their shares are one flag, `--tool-mix NAME=SHARE,...`.
+The tools and their shares are one flag, `--tool-mix NAME=SHARE,...`. The work of a
+round (`--round-cpu-ms`, `--round-cpu-cv`, `--round-cpu-kind`) defaults to what the
+parameter file measured; a field left at None takes it from there.
 """
 
 from __future__ import annotations
@@ -13,16 +15,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from labsim.model.checks import ParameterError
-from labsim.model.cost import BYTES_PER_GB
-from labsim.model.demand import WorkloadParams
+from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams
 from labsim.model.params import SimParams
+from labsim.model.workload import MAX_CALLS_PER_RUN
+
+#: The most replicas a plan may walk to, and the most runs it may make of one size: past
+#: these a plan is no longer a question for one machine.
+MAX_FLEET = 4096
+MAX_RUNS_PER_SIZE = 100
 
 
-def setting(default: Any, help: str, flag: str | None = None) -> Any:
-    """A request field: its default, what it means (the flag's help) and, when it is not
-    `--field-name`, the flag of `labsim plan` that sets it."""
-    metadata = {"help": help} if flag is None else {"help": help, "flag": flag}
+def setting(
+    default: Any,
+    help: str,
+    flag: str | None = None,
+    *,
+    kind: type | None = None,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A request field: its default, what it means (the flag's help), and, where they are
+    not the field's own, the flag of `labsim plan` that sets it, its type and its choices."""
+    metadata: dict[str, Any] = {"help": help, "flag": flag or ""}
+    metadata.update({"kind": kind or type(default), "choices": choices})
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def flag_of(name: str) -> str:
+    """The `labsim plan` flag that sets request field `name`."""
+    field = next(f for f in dataclasses.fields(PlanRequest) if f.name == name)
+    return str(field.metadata["flag"] or "--" + name.replace("_", "-"))
 
 
 def parse_tool_mix(text: str) -> dict[str, tuple[Any, ...]]:
@@ -53,11 +74,21 @@ def _number(text: str) -> Any:
 class PlanRequest:
     """The architect's question: a workload, an SLO and the shape of one replica."""
 
-    rate_per_s: float = setting(20.0, "tool calls arriving per second", "--rate")
+    rate_per_s: float = setting(20.0, "tool calls arriving per second (Poisson)", "--rate")
     think_median_s: float = setting(10.0, "median time a user takes over one question (s)")
-    slo_p95_ms: float = setting(250.0, "SLO: p95 server latency of a call, think time excluded")
-    memory_gb_per_replica: float = setting(4.0, "memory of one replica (GB)")
-    connection_limit: int = setting(1024, "open connections a replica accepts")
+    slo_p95_ms: float = setting(
+        250.0,
+        "SLO: p95 server latency of a call (think time excluded) over every call whose "
+        "user answers; a failed or lost call counts as a miss",
+    )
+    # AWS Fargate sells 4 to 16 GB with 2 vCPU; 4 is the least.
+    memory_gb_per_replica: float = setting(4.0, "memory of one replica (GB, as Fargate sells it)")
+    # The server's --max-connections (its own default is 2,048).
+    connection_limit: int = setting(
+        1024,
+        "the server's --max-connections: connections a replica keeps open at once (idle "
+        "keep-alives, held streams and health checks count); beyond, 503",
+    )
     # As WorkloadParams: a lognormal, p95 about 12x the median.
     think_sigma: float = setting(1.5, "lognormal shape of the think time")
     tools: tuple[str, ...] = setting(
@@ -70,39 +101,96 @@ class PlanRequest:
     never_answer_fraction: float = setting(
         0.05, "share of users who never answer", "--never-answer"
     )
-    slo_completed_fraction: float = setting(
-        0.99, "SLO: share of the answered calls that complete", "--slo-completed"
+    slo_completed_share: float = setting(
+        0.999, "SLO: share of the calls whose user answers that complete", "--slo-completed"
     )
-    # AWS Fargate task size 2 vCPU, one worker per whole vCPU.
-    vcpus_per_replica: float = setting(2.0, "vCPUs per replica", "--vcpus")
+    # AWS Fargate task size 2 vCPU, one worker each.
+    vcpus_per_replica: float = setting(
+        2.0, "vCPUs per replica, one worker each (0.25 or 0.5: one worker on that share)", "--vcpus"
+    )
     # Assumption: a usual target-tracking target.
     target_cpu_utilization: float = setting(0.7, "CPU utilisation to plan for", "--target-cpu")
-    # measured.json: RSS of a warmed-up idle replica.
-    base_memory_bytes: int = setting(52_424_704, "memory of an idle replica (bytes)")
-    replications: int = setting(3, "seeded runs per fleet size")
+    round_cpu_ms: float | None = setting(
+        None,
+        "server work per round (ms): a request's whole time on a replica's worker, parsing, "
+        "tool and answer",
+        kind=float,
+    )
+    round_cpu_cv: float | None = setting(
+        None, "spread of the server work per round (std / mean)", kind=float
+    )
+    round_cpu_kind: str | None = setting(
+        None, "distribution of the server work per round", kind=str, choices=SERVICE_TIME_KINDS
+    )
+    # As ClientParams: the server's legacy answer timeout.
+    answer_timeout_s: float = setting(300.0, "a question unanswered this long drops the call (s)")
+    replications: int = setting(3, "seeded runs per fleet size, at first")
+    max_replications: int = setting(
+        12, "most runs per fleet size, added while a confidence interval straddles the SLO"
+    )
     measure_s: float = setting(300.0, "simulated seconds measured after the warm-up")
     seed: int = setting(0, "seed the replications derive from")
-    max_replicas: int = setting(512, "largest fleet the search tries")
+    max_replicas: int = setting(512, "largest fleet the plan walks to")
 
     def __post_init__(self) -> None:
-        for name in ("rate_per_s", "think_median_s", "slo_p95_ms", "measure_s"):
-            if not getattr(self, name) > 0:
-                raise ParameterError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        positive = ("rate_per_s", "think_median_s", "slo_p95_ms", "measure_s", "answer_timeout_s")
+        for name in positive:
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and value > 0 and value < float("inf")):
+                raise ParameterError(f"{flag_of(name)} must be a number > 0, got {value!r}")
         if not 0 < self.target_cpu_utilization <= 1:
-            raise ParameterError("target_cpu_utilization must be in (0, 1]")
-        if not 0 < self.slo_completed_fraction <= 1:
-            raise ParameterError("slo_completed_fraction must be in (0, 1]")
-        if self.memory_gb_per_replica * BYTES_PER_GB <= self.base_memory_bytes:
+            raise ParameterError(f"{flag_of('target_cpu_utilization')} must be in (0, 1]")
+        if not 0 < self.slo_completed_share <= 1:
+            raise ParameterError(f"{flag_of('slo_completed_share')} must be in (0, 1]")
+        self._check_counts()
+        self._check_size()
+        if self.round_cpu_ms is not None and not self.round_cpu_ms > 0:
+            raise ParameterError(f"--round-cpu-ms must be > 0, got {self.round_cpu_ms!r}")
+        if self.round_cpu_cv is not None and not self.round_cpu_cv >= 0:
+            raise ParameterError(f"--round-cpu-cv must be >= 0, got {self.round_cpu_cv!r}")
+        if self.round_cpu_kind is not None and self.round_cpu_kind not in SERVICE_TIME_KINDS:
             raise ParameterError(
-                f"a replica needs more than its base {self.base_memory_bytes / 1e6:.0f} MB "
-                f"of memory, got {self.memory_gb_per_replica} GB"
+                f"--round-cpu-kind must be one of {', '.join(SERVICE_TIME_KINDS)}, "
+                f"got {self.round_cpu_kind!r}"
             )
-        if not (isinstance(self.replications, int) and self.replications >= 1):
-            raise ParameterError("replications must be an integer >= 1")
         if not all(isinstance(share, int | float) for share in self.tool_mix):
             raise ParameterError(f"tool shares must be numbers, got {self.tool_mix!r}")
         # The workload's own checks: known tools, shares summing to 1, a sane think time.
-        WorkloadParams(**self.workload_fields())
+        try:
+            WorkloadParams(**self.workload_fields())
+        except ParameterError as error:
+            raise ParameterError(f"{error} (--tool-mix, --think-sigma, --never-answer)") from None
+
+    def _check_counts(self) -> None:
+        bounds = {
+            "replications": (1, MAX_RUNS_PER_SIZE),
+            "max_replications": (self.replications, MAX_RUNS_PER_SIZE),
+            "max_replicas": (1, MAX_FLEET),
+            "connection_limit": (2, 10**7),
+        }
+        for name, (low, high) in bounds.items():
+            value = getattr(self, name)
+            if not (isinstance(value, int) and low <= value <= high):
+                raise ParameterError(
+                    f"{flag_of(name)} must be a whole number from {low} to {high}, got {value!r}"
+                )
+
+    def _check_size(self) -> None:
+        """Refuse a run too large for memory by the flags that make it so, before any run."""
+        calls = self.rate_per_s * (self.warmup_s + self.measure_s)
+        if calls > MAX_CALLS_PER_RUN:
+            raise ParameterError(
+                f"--rate {self.rate_per_s:g} over the {self.warmup_s:g} s warm-up and "
+                f"--measure-s {self.measure_s:g} asks for about {calls:.3g} simulated calls in "
+                f"each run; a run keeps every call (about 2 KB each), so at most "
+                f"{MAX_CALLS_PER_RUN:,}: lower --rate or --measure-s"
+            )
+
+    @property
+    def warmup_s(self) -> float:
+        """Simulated time before the measurement: held calls fill up within one answer
+        timeout, and five minutes are enough for the rest."""
+        return min(300.0, self.answer_timeout_s)
 
     def workload_fields(self) -> dict[str, Any]:
         """The `WorkloadParams` fields this request sets."""
@@ -117,20 +205,74 @@ class PlanRequest:
 
     @property
     def workers(self) -> int:
-        """Worker slots per replica: one per whole vCPU."""
+        """Worker slots per replica: one per vCPU, and one below a vCPU."""
         return max(1, round(self.vcpus_per_replica))
 
-    def params(self, base: SimParams, replicas: int) -> SimParams:
-        """The simulated deployment of `replicas` replicas under this workload."""
-        warmup_s = min(300.0, base.client.answer_timeout_s)
+    @property
+    def worker_speed(self) -> float:
+        """The share of a CPU each worker gets: all of one, or the fraction of a replica
+        smaller than a vCPU."""
+        return min(1.0, self.vcpus_per_replica)
+
+    def whole_round(self, measured: ServiceTime) -> ServiceTime:
+        """The server work per round: what the request states, the rest as `measured`.
+
+        A spread stated without a kind is a lognormal's (the only kind with a spread of its
+        own); a kind stated without a spread takes its own (exponential 1, deterministic 0)
+        or, for a lognormal, the measured one.
+        """
+        kind = self.round_cpu_kind
+        cv = self.round_cpu_cv
+        if kind is None:
+            kind = "lognormal" if cv is not None else measured.kind
+        if cv is None:
+            cv = {"exponential": 1.0, "deterministic": 0.0}.get(kind, measured.cv)
+        mean_s = measured.mean_s if self.round_cpu_ms is None else self.round_cpu_ms / 1e3
+        try:
+            return ServiceTime(mean_s=mean_s, kind=kind, cv=cv)
+        except ParameterError as error:
+            raise ParameterError(f"--round-cpu-cv, --round-cpu-kind: {error}") from None
+
+    def params(
+        self, base: SimParams, replicas: int, tool_cpu: ServiceTime, overhead_s: float
+    ) -> SimParams:
+        """The simulated deployment of `replicas` replicas under this workload: `base` (the
+        parameter file and `--set`) with what the request says put in."""
         return base.with_overrides(
             **self.workload_fields(),
+            round_cpu=tool_cpu,
+            request_overhead_s=overhead_s,
+            answer_timeout_s=self.answer_timeout_s,
             replicas=replicas,
             workers_per_replica=self.workers,
+            worker_speed=self.worker_speed,
             vcpus_per_replica=self.vcpus_per_replica,
             memory_gb_per_replica=self.memory_gb_per_replica,
             connection_limit=self.connection_limit,
-            warmup_s=warmup_s,
-            horizon_s=warmup_s + self.measure_s,
+            warmup_s=self.warmup_s,
+            horizon_s=self.warmup_s + self.measure_s,
             sample_every_s=10.0,
         )
+
+
+#: Parameters the request sets (`PlanRequest.params`), and the flag that sets each: a
+#: `--set` of one of them is refused, so that no setting is silently overwritten.
+SET_BY_REQUEST = {
+    "arrival_rate_per_s": "--rate",
+    "think_median_s": "--think-median-s",
+    "think_sigma": "--think-sigma",
+    "tools": "--tool-mix",
+    "tool_mix": "--tool-mix",
+    "never_answer_fraction": "--never-answer",
+    "round_cpu": "--round-cpu-ms, --round-cpu-cv, --round-cpu-kind",
+    "answer_timeout_s": "--answer-timeout-s",
+    "replicas": "the plan itself",
+    "workers_per_replica": "--vcpus",
+    "worker_speed": "--vcpus",
+    "vcpus_per_replica": "--vcpus",
+    "memory_gb_per_replica": "--memory-gb-per-replica",
+    "connection_limit": "--connection-limit",
+    "warmup_s": "--answer-timeout-s",
+    "horizon_s": "--measure-s",
+    "sample_every_s": "the plan itself",
+}

@@ -185,7 +185,9 @@ def test_plan_with_no_flags_asks_the_default_request_and_each_flag_sets_its_fiel
         "--connection-limit": ("64", "connection_limit", 64),
         "--never-answer": ("0.1", "never_answer_fraction", 0.1),
         "--max-replicas": ("40", "max_replicas", 40),
-        "--base-memory-bytes": ("60000000", "base_memory_bytes", 60_000_000),
+        "--round-cpu-ms": ("12.5", "round_cpu_ms", 12.5),
+        "--round-cpu-cv": ("0.4", "round_cpu_cv", 0.4),
+        "--round-cpu-kind": ("lognormal", "round_cpu_kind", "lognormal"),
     }
     for flag, (text, name, value) in changed.items():
         request = plan_command.request_from(planning.parse_args(["plan", flag, text]))

@@ -8,8 +8,8 @@ connections it keeps for reuse and the percentiles over every call: those added 
 figures (`refused_requests`, `down_marks`, `p95_latency_all_s` ...), and a task's polls
 now hold connections (`peak_replica_connections` of `persistent-store-outage`); every
 other figure stayed as it was. A change to the model, the scenarios or the statistics
-that moves a number fails here. The printed table must match line for line; the JSON number for number, to
-1e-9 relative (floats may round differently in their last digit).
+that moves a number fails here. The printed table must match line for line; the JSON
+number for number, to 1e-9 relative (floats may round differently in their last digit).
 """
 
 from __future__ import annotations

@@ -141,3 +141,12 @@ def test_connections_kept_for_reuse_count_against_the_limit() -> None:
 
     assert back_in_rotation_s(0.0) < 2.0
     assert 6.5 <= back_in_rotation_s(5.0) < 7.0
+
+
+def test_a_worker_on_half_a_cpu_takes_twice_as_long() -> None:
+    calls = [(1.0, 0.5, 0.0)]
+    for speed, latency_s in ((1.0, 0.5), (0.5, 1.0), (0.25, 2.0)):
+        params = small_cluster(10, tools=("crunch",), worker_speed=speed, request_overhead_s=0.0)
+        _, summary = run_calls(params, "mrtr", calls)
+        assert summary["p95_latency_s"] == pytest.approx(latency_s)
+        assert summary["cpu_s"] == pytest.approx(latency_s)  # the worker's time it took

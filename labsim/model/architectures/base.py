@@ -67,6 +67,7 @@ class Architecture(ABC):
         self.recorder = recorder
         self._random = rng.random
         cluster_params = params.cluster
+        self.worker_speed = cluster_params.worker_speed
         self.overhead_s = params.workload.request_overhead_s
         self.network_rtt_s = cluster_params.network_rtt_s
         cv = cluster_params.network_rtt_cv
@@ -96,7 +97,8 @@ class Architecture(ABC):
     def execute(
         self, call: Call, replica: Replica, cpu_s: float, sheddable: bool, crosses: bool = True
     ) -> Generator[simpy.Event, object, None]:
-        """Queue for a worker on `replica` and work `cpu_s` seconds on the call.
+        """Queue for a worker on `replica` and work `cpu_s` seconds of CPU on the call (a
+        worker slower than a whole CPU, `worker_speed`, takes longer over it).
 
         `crosses`: the work comes with a request that crosses the wire and the load
         balancer. A held legacy call resuming after its answer's POST does not: that POST
@@ -113,6 +115,7 @@ class Architecture(ABC):
             # worker is busy meanwhile.
             yield env.timeout(self.network_delay_s())
         self.requests += 1
+        work_s = cpu_s if self.worker_speed == 1.0 else cpu_s / self.worker_speed
         workers = replica.workers
         queued_at = env.now
         waiting = workers.acquire()
@@ -123,21 +126,21 @@ class Architecture(ABC):
             started = env.now
             call.queue_wait_s += started - queued_at
             if sheddable and self.sheds:
-                first = cpu_s * self.checkpoint_fraction
+                first = work_s * self.checkpoint_fraction
                 yield env.timeout(first)
                 if len(workers.queue) > self.shed_threshold:
                     workers.release()
                     self._account(call, replica, first)
-                    raise Shed(first)
-                yield env.timeout(cpu_s - first)
+                    raise Shed(cpu_s * self.checkpoint_fraction)
+                yield env.timeout(work_s - first)
             else:
-                yield env.timeout(cpu_s)
+                yield env.timeout(work_s)
         except Interrupt:
             if workers.leave(waiting) and started >= 0:
                 self._account(call, replica, env.now - started)
             raise
         workers.release()
-        self._account(call, replica, cpu_s)
+        self._account(call, replica, work_s)
 
     def network_delay_s(self) -> float:
         """One request's time on the wire and in the load balancer (lognormal, given mean)."""
