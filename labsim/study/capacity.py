@@ -184,7 +184,7 @@ def plan(
     walks = {
         a: Walk(max(guesses[a].values()), request.max_replicas)
         for a in architectures
-        if floors[a].p95_ms <= request.slo_p95_ms
+        if not floors[a].out_of_reach(request.slo_p95_ms)
     }
     _walk_all(request, deployments, walks, processes, progress)
     return {

@@ -20,8 +20,11 @@ from labsim.model.simulation import simulate
 from labsim.model.tools import requests_per_call
 
 #: Calls simulated for the floor: enough for its p95 within a few per cent.
-FLOOR_CALLS = 2000
+FLOOR_CALLS = 5000
 _FLOOR_RATE_PER_S = 50.0  # any rate: nothing waits
+#: An SLO this far under the floor's estimate is out of reach; one closer is simulated
+#: (the estimate is a sample's p95, and a fleet's own runs judge best).
+FLOOR_MARGIN = 0.1
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,10 @@ class LatencyFloor:
     requests_per_call: float
     work_per_request_ms: float
     wire_per_request_ms: float
+
+    def out_of_reach(self, slo_p95_ms: float) -> bool:
+        """Whether no fleet can meet a p95 of `slo_p95_ms`: clearly under the floor."""
+        return slo_p95_ms < self.p95_ms * (1 - FLOOR_MARGIN)
 
     def why(self, slo_p95_ms: float) -> str:
         """Why no fleet meets an SLO below this floor, in one sentence."""
