@@ -16,8 +16,8 @@ PARAMS_HELP = (
 )
 SET_HELP = (
     "set any parameter, by section.field (cluster.connection_limit=64, "
-    "workload.round_cpu.mean_s=0.002) or by field name alone (replicas=8); repeatable, "
-    "applied after --params"
+    "client.max_retries=8, workload.round_cpu.mean_s=0.002) or by field name alone "
+    "(replicas=8); repeatable, applied after --params"
 )
 PROCESSES_HELP = "worker processes for the runs (default: every core)"
 
