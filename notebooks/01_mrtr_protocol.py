@@ -6,7 +6,7 @@
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
+#       jupytext_version: 1.19.7
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -65,8 +65,8 @@ import httpx
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import tables
-import wire
+import result_tables
+import traffic
 from answers import hidden_answer
 from mcp import Client, types
 from prometheus_client.parser import text_string_to_metric_families
@@ -92,7 +92,9 @@ SHARED_ENV = {
     "MRTR_JWT_SECRET": JWT_SECRET,
 }
 user = Handlers(
-    elicit=wire.form_filler(name=GITHUB_LOGIN, resolution=RESOLUTION, duplicateOfId=DUPLICATE_OF_ID)
+    elicit=traffic.form_filler(
+        name=GITHUB_LOGIN, resolution=RESOLUTION, duplicateOfId=DUPLICATE_OF_ID
+    )
 )
 
 # %% [markdown]
@@ -198,9 +200,9 @@ weather = client_a.exchange(
 )
 print("complete after round 1:", client_a.send(weather))
 print("\n--- request ---")
-wire.show(weather.rounds[0].request)
+traffic.show(weather.rounds[0].request)
 print("\n--- response ---")
-wire.show(weather.rounds[0].response)
+traffic.show(weather.rounds[0].response)
 
 # %% [markdown]
 # What to notice: the response is an ordinary JSON-RPC *result*, and the HTTP request is
@@ -214,9 +216,9 @@ wire.show(weather.rounds[0].response)
 weather.answer({"github_login": accept(name=GITHUB_LOGIN)})
 print("complete after round 2:", client_b.send(weather))
 print("\n--- request ---")
-wire.show(weather.rounds[1].request)
+traffic.show(weather.rounds[1].request)
 print("\n--- response ---")
-wire.show(weather.rounds[1].response)
+traffic.show(weather.rounds[1].response)
 
 # %% [markdown]
 # B finished the call from the request alone. The `_meta` every 2026-07-28 request
@@ -253,7 +255,7 @@ for client, name in [(client_a, "A"), (client_b, "B"), (client_a, "A")]:
         }
     )
 print(bug.text)
-wire.rounds_table(bug, served_by)
+traffic.rounds_table(bug, served_by)
 
 # %% [markdown]
 # Three rounds, as in the seed: round 1 asks for `resolution`; round 2 brings the answer
@@ -262,14 +264,14 @@ wire.rounds_table(bug, served_by)
 # in round 3. Here is round 2's response:
 
 # %%
-wire.show(bug.rounds[1].response)
+traffic.show(bug.rounds[1].response)
 
 # %% [markdown]
 # The cost of carrying state is bytes on the wire. The figure shows each round's request
 # and response, with the part that is `requestState`.
 
 # %%
-table = wire.rounds_table(bug, served_by)
+table = traffic.rounds_table(bug, served_by)
 fig, ax = plt.subplots(figsize=(7, 3.5))
 x = np.arange(len(table))
 state_in = table["requestState sent (bytes)"]
@@ -489,7 +491,7 @@ with ServerProcess(replica_id="official", env=SHARED_ENV) as replica:
 
 print("protocol:", protocol)
 print("result:  ", official_result.content[0].text, "| error:", official_result.is_error)
-tables.column({name: after[name] - before.get(name, 0) for name in after}, "during the call")
+result_tables.column({name: after[name] - before.get(name, 0) for name in after}, "during the call")
 
 # %% [markdown]
 # The counters show the rounds underneath: an `input_required` result for each question,

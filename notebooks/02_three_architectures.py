@@ -56,7 +56,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import tables
+import result_tables
 from answers import hidden_answer
 from IPython.display import display
 
@@ -133,7 +133,7 @@ from labsim.study.plots import Panel
 # %%
 pd.DataFrame(
     {
-        tables.label(name): {
+        result_tables.label(name): {
             "pays for a shared store": kind.uses_store,
             "load balancer pins the call": kind.sticky,
             "can move half-done work": kind.can_offload,
@@ -158,7 +158,7 @@ params = study.scenarios.build(
     think_median_s=THINK_MEDIAN_S,
 )
 runs = {name: labsim.simulate(params, name, seed=SEED) for name in ARCHITECTURES}
-tables.column(
+result_tables.column(
     {
         "simulated time (s)": params.horizon_s,
         "warm-up (s)": params.warmup_s,
@@ -191,7 +191,7 @@ window_s = params.horizon_s - params.warmup_s
 measured = sticky.measured_calls()
 arrival_rate = len(measured) / window_s
 mean_held_s = measured["think_s"].mean()
-tables.column(
+result_tables.column(
     {
         "arrival rate (calls/s)": arrival_rate,
         "mean time a call waits for its user (s)": mean_held_s,
@@ -222,7 +222,7 @@ comparison = study.compare(
     arrival_rate_per_s=ARRIVAL_RATE_PER_S,
     think_median_s=THINK_MEDIAN_S,
 )
-tables.readable(
+result_tables.readable(
     comparison,
     [
         "completed_fraction",
@@ -280,7 +280,7 @@ sweep = study.sweep(
     replicas=REPLICAS,
     think_median_s=THINK_MEDIAN_S,
 )
-tables.readable(
+result_tables.readable(
     sweep,
     ["utilization", "peak_open_streams", "peak_held_bytes", "p95_latency_s"],
     by="arrival_rate_per_s",
@@ -444,7 +444,7 @@ with hidden_answer():
         horizon_s=420.0,
     )
     print(
-        tables.readable(
+        result_tables.readable(
             thin, ["utilization", "peak_open_streams", "failed"], by="arrival_rate_per_s"
         )
     )
@@ -515,4 +515,4 @@ with hidden_answer():
         think_median_s=THINK_MEDIAN_S,
         store_gb_hour_usd=max(break_even, 0.0),
     )
-    display(tables.readable(check, ["cost_per_million_calls_usd"]))
+    display(result_tables.readable(check, ["cost_per_million_calls_usd"]))

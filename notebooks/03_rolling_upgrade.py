@@ -51,8 +51,8 @@ import base64
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import tables
-import wire
+import result_tables
+import traffic
 from answers import hidden_answer
 from scipy import stats
 
@@ -86,7 +86,7 @@ upgrade = study.scenarios.build(
     at_s=UPGRADE_AT_S,
 )
 runs = {name: labsim.simulate(upgrade, name, seed=SEED) for name in ARCHITECTURES}
-tables.events(runs["mrtr"].events.head(8))
+result_tables.events(runs["mrtr"].events.head(8))
 
 # %% [markdown]
 # The same rollout as a picture, one row per replica, for each architecture:
@@ -148,7 +148,7 @@ def run_across(route: list[tuple[str, MrtrClient]]) -> tuple[object, list[str]]:
 
 skewed, served_by = run_across([("old (v1)", old), ("new (v2)", new), ("new (v2)", new)])
 print(skewed.text)
-wire.rounds_table(skewed, served_by)[
+traffic.rounds_table(skewed, served_by)[
     ["served by", "answers sent", "questions asked", "requestState returned (bytes)"]
 ]
 
@@ -160,7 +160,7 @@ wire.rounds_table(skewed, served_by)[
 # asked twice. Round 2's response:
 
 # %%
-wire.show(skewed.rounds[1].response)
+traffic.show(skewed.rounds[1].response)
 
 # %% [markdown]
 # The legacy protocol has no such move: the call is a coroutine on one replica, and that
@@ -235,7 +235,7 @@ at_default = study.compare(
     restart_s=RESTART_S,
     at_s=UPGRADE_AT_S,
 )
-tables.readable(
+result_tables.readable(
     at_default,
     ["state_losses", "lost", "re_prompts", "new_questions", "upgrade_duration_s"],
     with_ci=True,
@@ -364,7 +364,7 @@ with hidden_answer():
     new = MrtrClient.for_app(replica_app("new", tool_version=2), handlers=user)
     back, served_by = run_across([("new (v2)", new), ("old (v1)", old), ("old (v1)", old)])
     print(back.text)
-    print(wire.rounds_table(back, served_by)[["served by", "answers sent", "questions asked"]])
+    print(traffic.rounds_table(back, served_by)[["served by", "answers sent", "questions asked"]])
     # Version 1 asks only google_login; the GitHub answer comes from requestState. Every answer
     # the user gave is carried (also microsoft_login, which version 1 does not use), so no
     # question is asked twice in either direction.

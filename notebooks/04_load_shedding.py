@@ -54,7 +54,7 @@ import time
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import tables
+import result_tables
 from answers import hidden_answer
 from IPython.display import display
 
@@ -128,7 +128,7 @@ result = call.result["structuredContent"]
 started = time.perf_counter()
 on_one_machine = crunch_units(crunch_start(), 0, CRUNCH_UNITS)
 alone_ms = (time.perf_counter() - started) * 1e3
-tables.column(
+result_tables.column(
     {
         "replicas, in order": " -> ".join(result["replicas"]),
         "digest from the moving call": result["digest"][:32] + "...",
@@ -207,7 +207,7 @@ def spike_run(policy: str, architecture: str = "mrtr", **overrides) -> RunSpec:
 POLICIES = ("none", "reject-503", "mrtr-offload")
 timelines = {policy: labsim.simulate(spike_run(policy).params, "mrtr", SEED) for policy in POLICIES}
 spike = timelines["none"].events.query("kind in ['spike-start', 'spike-end']")
-tables.events(spike)
+result_tables.events(spike)
 
 # %%
 POLICY_COLOURS = {"none": "tab:grey", "reject-503": "tab:red", "mrtr-offload": "tab:blue"}
@@ -249,7 +249,7 @@ specs = [
     if policy != "mrtr-offload" or architecture == "mrtr"
 ]
 spike_runs = run_many(specs, processes=2)
-spike_runs["architecture"] = spike_runs["architecture"].map(tables.label)
+spike_runs["architecture"] = spike_runs["architecture"].map(result_tables.label)
 columns = {
     "architecture": "architecture",
     "policy": "shedding policy",
@@ -285,7 +285,7 @@ work_per_call_s = rounds_per_call * (
     base.workload.round_cpu.mean_s + base.workload.request_overhead_s
 )
 capacity = REPLICAS * base.cluster.workers_per_replica / work_per_call_s
-tables.column(
+result_tables.column(
     {
         "normal arrival rate (calls/s)": base.workload.arrival_rate_per_s,
         "CPU per call (ms)": work_per_call_s * 1e3,
@@ -371,7 +371,7 @@ with hidden_answer():
     ]
     checkpoints = run_many(checkpoint_specs, processes=2)
     display(
-        tables.pivot(
+        result_tables.pivot(
             checkpoints, "checkpoint_fraction", "policy", ["wasted_cpu_s", "p99_latency_s"]
         )
     )
@@ -391,7 +391,7 @@ with hidden_answer():
         for policy in ("none", "mrtr-offload")
     ]
     scaled = run_many(scaled_specs, processes=2)
-    display(tables.pivot(scaled, "replicas", "policy", ["p99_latency_s", "goodput_per_s"]))
+    display(result_tables.pivot(scaled, "replicas", "policy", ["p99_latency_s", "goodput_per_s"]))
     # With spare replicas the spike is near capacity instead of beyond it, and offloading
     # turns the spare capacity into shorter tails. Offloading spreads load; only more replicas
     # add capacity. The two work together: new replicas take offloaded calls at once, without

@@ -53,7 +53,7 @@ BILLED_CALLS_PER_S_PER_REPLICA = 2.0
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import tables
+import result_tables
 from answers import hidden_answer
 from scipy import stats
 
@@ -96,7 +96,7 @@ plt.show()
 # The same numbers, as a table:
 
 # %%
-tables.readable(
+result_tables.readable(
     faults[faults["scenario"] != "steady"],
     ["completed_fraction", "failed", "lost", "state_losses", "re_prompts"],
     by="scenario",
@@ -115,7 +115,7 @@ fig.axes[-1].set_xlim(400, 560)
 plt.show()
 pd.DataFrame(
     {
-        tables.label(run.architecture): {
+        result_tables.label(run.architecture): {
             "calls attached to the replica when it died": int(
                 run.events.query("kind == 'cut'")["detail"].str.split().str[0].astype(int).sum()
             ),
@@ -216,7 +216,7 @@ bill_table = (
         }
     )
     .loc[list(ARCHITECTURES)]
-    .rename(index=tables.label)
+    .rename(index=result_tables.label)
 )
 bill_table.index.name = "per million calls"
 bill_table.round(3)
@@ -313,7 +313,9 @@ costs = pd.DataFrame(
 ).T
 costs.index.names = ["architecture", "replicas"]
 costs["total"] = costs.sum(axis=1)
-costs["total"].unstack("architecture")[list(ARCHITECTURES)].rename(columns=tables.label).round(3)
+costs["total"].unstack("architecture")[list(ARCHITECTURES)].rename(
+    columns=result_tables.label
+).round(3)
 
 # %% [markdown]
 # And the rollout: the simulated time per replica of a one-at-a-time rollout with the
@@ -326,8 +328,8 @@ per_replica_s = {
     / rollout.cluster.replicas
     for name in ARCHITECTURES
 }
-tables.column(
-    {tables.label(name): s for name, s in per_replica_s.items()},
+result_tables.column(
+    {result_tables.label(name): s for name, s in per_replica_s.items()},
     "rollout time per replica (s)",
     digits=1,
 )

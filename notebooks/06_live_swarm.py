@@ -59,8 +59,8 @@ import httpx
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import result_tables
 import swarm_figures
-import tables
 from answers import hidden_answer
 from IPython.display import display
 
@@ -91,7 +91,7 @@ needs = {
 }
 ready = pd.DataFrame(
     {
-        tables.label(arch): {
+        result_tables.label(arch): {
             "Locust user class": USER_CLASSES[arch],
             "defined in the locustfile": USER_CLASSES[arch] in defined,
             "programs installed": all(needs[arch]),
@@ -184,7 +184,9 @@ def running(pid: int) -> bool:
 
 
 if LIVE:
-    display(tables.column({name: running(pid) for name, pid in started.items()}, "still running"))
+    display(
+        result_tables.column({name: running(pid) for name, pid in started.items()}, "still running")
+    )
 
 # %% [markdown]
 # ## 3. A swarm per architecture, with a rolling upgrade in the middle
@@ -214,7 +216,7 @@ summaries = {}
 for arch in LIVE:
     began = time.perf_counter()
     summaries[arch] = run_scenario(config[arch], progress=lambda line: None)
-    print(f"{tables.label(arch)}: {time.perf_counter() - began:.1f} s wall time")
+    print(f"{result_tables.label(arch)}: {time.perf_counter() - began:.1f} s wall time")
 
 # %% [markdown]
 # The summaries, side by side. For the legacy architectures a call *started again* is a
@@ -254,7 +256,7 @@ def measured_row(summary: dict) -> dict:
     }
 
 
-measured = pd.DataFrame({tables.label(a): measured_row(s) for a, s in summaries.items()}).T
+measured = pd.DataFrame({result_tables.label(a): measured_row(s) for a, s in summaries.items()}).T
 measured
 
 # %% [markdown]
@@ -315,7 +317,7 @@ inputs = pd.DataFrame(
         for arch, t in twin.items()
     }
 ).T
-inputs.rename(index=tables.label).round(3)
+inputs.rename(index=result_tables.label).round(3)
 
 # %% [markdown]
 # `loadtest.swarm.scenario_twin` turns each architecture's configuration and run into labsim's
@@ -342,7 +344,9 @@ def predicted_row(runs: pd.DataFrame) -> dict:
     }
 
 
-predicted = pd.DataFrame({tables.label(a): predicted_row(r) for a, r in predicted_runs.items()}).T
+predicted = pd.DataFrame(
+    {result_tables.label(a): predicted_row(r) for a, r in predicted_runs.items()}
+).T
 SHOWN = {  # column of the tables -> the simulation's per-run metric
     "calls started": "calls",
     "completed per second": "goodput_per_s",
@@ -363,7 +367,7 @@ side_by_side.astype(float).round(2)
 metrics = ["completed per second", "answers asked again", "upgrade duration (s)"]
 spread = pd.DataFrame(
     {
-        tables.label(a): {m: predicted_runs[a][SHOWN[m]].std() for m in metrics}
+        result_tables.label(a): {m: predicted_runs[a][SHOWN[m]].std() for m in metrics}
         for a in ARCHITECTURES
     }
 ).T
@@ -412,7 +416,7 @@ with hidden_answer():
         mean_call_s = (calls["ended"] - calls["started"]).mean()
         rate = len(calls) / summary["duration_s"]
         print(
-            f"{tables.label(arch)}: {rate:.2f} calls/s x {mean_call_s:.2f} s "
+            f"{result_tables.label(arch)}: {rate:.2f} calls/s x {mean_call_s:.2f} s "
             f"= {rate * mean_call_s:.1f} users (of {USERS})"
         )
     # Close to the number of users. The edges of a short run bias it: calls still running when
@@ -454,7 +458,7 @@ with hidden_answer():
         share = pd.Series({r: v["requests"] for r, v in summary["per_replica"].items()})
         share = share / share.sum()
         print(
-            f"{tables.label(arch)}: busiest replica {share.max():.0%} of requests "
+            f"{result_tables.label(arch)}: busiest replica {share.max():.0%} of requests "
             f"({share.max() * REPLICAS:.2f} x the fair share): "
             + ", ".join(f"{name} {part:.0%}" for name, part in share.items())
         )
@@ -480,7 +484,7 @@ with hidden_answer():
             f"again, {runs['re_prompts'].mean():.1f} answers asked again"
         )
     if "sticky" in summaries:
-        print(f"measured: {measured.loc[tables.label('sticky'), 'calls started again']:.0f}")
+        print(f"measured: {measured.loc[result_tables.label('sticky'), 'calls started again']:.0f}")
     # Pinned call by call, a drained replica soon holds nothing: few calls are cut. Pinned
     # user by user, a busy user's next calls keep arriving at the draining replica, so it
     # still holds calls when the drain timeout strikes, and those are cut.

@@ -73,8 +73,8 @@ import time
 
 import matplotlib.pyplot as plt
 import pandas as pd
-import tables
-import wire
+import result_tables
+import traffic
 from answers import hidden_answer
 from starlette.testclient import TestClient
 
@@ -99,7 +99,7 @@ logging.getLogger("server").setLevel(logging.ERROR)
 # %%
 STATE_KEY = StateKey("k1", os.urandom(32))
 JWT_SECRET = base64.b64encode(os.urandom(32)).decode()
-user = Handlers(elicit=wire.form_filler(input=ECHO_INPUT, confirm=True))
+user = Handlers(elicit=traffic.form_filler(input=ECHO_INPUT, confirm=True))
 
 
 def replica_app(replica_id: str, **settings) -> object:
@@ -136,9 +136,9 @@ def step(client: MrtrClient, flow, show: bool = True):
     flow.take(exchange)
     if show:
         print(f"--> {exchange.method}")
-        wire.show(exchange.rounds[-1].request)
+        traffic.show(exchange.rounds[-1].request)
         print("<--")
-        wire.show(exchange.rounds[-1].response)
+        traffic.show(exchange.rounds[-1].response)
     return exchange
 
 
@@ -164,7 +164,7 @@ def step(client: MrtrClient, flow, show: bool = True):
 # %%
 with running(replica_app("A")) as client:
     plain = client.run(client.exchange("tools/call", {"name": "echo", "arguments": {}}))
-wire.rounds_table(plain)
+traffic.rounds_table(plain)
 
 # %% [markdown]
 # ## 2. The seed's echo task, message by message
@@ -185,9 +185,9 @@ with running(replica_a) as client:
     client.run(flow.create("echo", {}, ttl_ms=60_000, max_rounds=8))
     flow.created()
     print("--> tools/call")
-    wire.show(flow.creation.rounds[-1].request)
+    traffic.show(flow.creation.rounds[-1].request)
     print("<--")
-    wire.show(flow.creation.rounds[-1].response)
+    traffic.show(flow.creation.rounds[-1].response)
     while flow.next_step != "done":
         if flow.next_step == "answer":
             flow.answer(answers_for(flow.input_requests))
@@ -209,7 +209,7 @@ with running(replica_a) as client:
     flow = client.task_flow(EXTENSION)
     client.run(flow.create("echo", {}, ttl_ms=None, max_rounds=8))
     flow.created()
-    wire.show(flow.creation.rounds[-1].response)
+    traffic.show(flow.creation.rounds[-1].response)
     while flow.next_step != "done":
         if flow.next_step == "answer":
             flow.answer(answers_for(flow.input_requests))
@@ -238,7 +238,7 @@ with running(replica_app("A")) as client:
         )
     )
     flow.created()
-    creation = wire.rounds_table(flow.creation)
+    creation = traffic.rounds_table(flow.creation)
     seen = []
     while flow.next_step != "done":
         time.sleep(flow.poll_interval_s)
@@ -362,7 +362,7 @@ faults = study.compare(
 )
 comparison = pd.concat([calm, faults], ignore_index=True)
 cost = ["cost_per_million_calls_usd", "store_share_of_bill", "store_ops", "mean_held_bytes"]
-tables.readable(
+result_tables.readable(
     comparison[comparison["scenario"].isin(["steady", "persistent"])], cost, by="scenario"
 )
 
@@ -394,7 +394,7 @@ failures = [
     "tasks_lost",
     "failed",
 ]
-tables.readable(comparison[comparison["scenario"] != "steady"], failures, by="scenario")
+result_tables.readable(comparison[comparison["scenario"] != "steady"], failures, by="scenario")
 
 # %% [markdown]
 # - **Crash**: the tasks running on the dead replica are taken over once their lease
@@ -414,7 +414,9 @@ volatile = study.compare(
     "persistent-store-outage", REPLICATIONS, seed=SIM_SEED, architectures=["mrtr"],
     at_s=FAULT_AT_S, store_keeps_tasks=False, **window,
 )  # fmt: skip
-tables.readable(volatile, ["tasks_started", "tasks_completed", "tasks_lost", "tasks_abandoned"])
+result_tables.readable(
+    volatile, ["tasks_started", "tasks_completed", "tasks_lost", "tasks_abandoned"]
+)
 
 # %% [markdown]
 # ## 6. The share sweep: where MRTR's advantage goes
@@ -429,7 +431,7 @@ plots.share_sweep(sweep)
 plt.show()
 
 # %%
-saved = advantage(sweep).rename(columns=tables.label)
+saved = advantage(sweep).rename(columns=result_tables.label)
 saved.columns.name = "MRTR saves, USD per million calls, against"
 saved.index = pd.Index((saved.index * 100).round().astype(int), name="persistent calls (%)")
 saved.round(2) + 0.0  # + 0.0 turns a rounded -0.00 into 0.00

@@ -4,7 +4,9 @@
 ci_half_width). A reader wants "p95 latency (ms)" next to "SSE + shared store", so
 `readable` pivots them, scales each metric to the unit its column names, and names rows
 the way the figures' legends do. `column` shows a few named quantities as a titled table
-instead of a bare `pd.Series` printout. Counts stay whole numbers in both.
+instead of a bare `pd.Series` printout. Counts stay whole numbers in both, and a
+confidence interval never reaches where its quantity cannot go: a count below zero, a
+share above all.
 """
 
 from __future__ import annotations
@@ -59,6 +61,27 @@ METRICS: dict[str, tuple[str, float]] = {
     "task_store_ops": ("task store operations", 1.0),
     "task_wasted_work_s": ("work done twice (s)", 1.0),
 }
+
+
+#: Metrics that are shares of a whole (at most 1 in the summary's unit); every metric is
+#: at least 0.
+SHARES = frozenset({"completed_fraction", "utilization", "store_share_of_bill"})
+
+
+def bounds(metric: str) -> tuple[float, float]:
+    """The values `metric` can take, in the summary's unit: (lowest, highest)."""
+    return 0.0, 1.0 if metric in SHARES else math.inf
+
+
+def mean_and_interval(mean: float, half_width: float, low: float, high: float) -> str:
+    """ "mean ± half-width", or "mean (from to to)" where the interval, clipped to [low,
+    high], is no longer symmetric: a count of 0.5 ± 6.4 reads "0.5 (0 to 6.9)"."""
+    if pd.isna(half_width):
+        return significant(mean, 3)
+    if mean - half_width >= low and mean + half_width <= high:
+        return f"{significant(mean, 3)} ± {significant(half_width, 2)}"
+    lower, upper = max(mean - half_width, low), min(mean + half_width, high)
+    return f"{significant(mean, 3)} ({significant(lower, 2)} to {significant(upper, 2)})"
 
 
 #: Headings for what rows are grouped by (swept parameters, run settings).
@@ -173,8 +196,9 @@ def readable(
 ) -> pd.DataFrame:
     """Means of `metrics` per architecture (and per `by`, e.g. a swept parameter).
 
-    With `with_ci`, each cell is "mean ± half-width" of the 95% confidence interval;
-    otherwise means are rounded to `digits` decimals.
+    With `with_ci`, each cell is "mean ± half-width" of the 95% confidence interval,
+    clipped to the values the metric can take (`mean_and_interval`); otherwise means are
+    rounded to `digits` decimals.
     """
     rows = tidy[tidy["metric"].isin(metrics)].copy()
     divisors = rows["metric"].map(lambda m: METRICS.get(m, (m, 1.0))[1])
@@ -182,8 +206,8 @@ def readable(
     if with_ci:
         half = rows["ci_half_width"] / divisors
         rows["value"] = [
-            significant(v, 3) if pd.isna(h) else f"{significant(v, 3)} ± {significant(h, 2)}"
-            for v, h in zip(means, half, strict=True)
+            mean_and_interval(v, h, *(b / d for b in bounds(m)))
+            for v, h, m, d in zip(means, half, rows["metric"], divisors, strict=True)
         ]
     else:
         rows["value"] = means.round(digits)

@@ -1,4 +1,4 @@
-"""Showing MCP traffic in a notebook: JSON messages, rounds as tables, a user who answers.
+"""MCP traffic as a notebook shows it: JSON messages, rounds as tables, a user who answers.
 
 The notebooks print real requests and responses. A sealed `requestState` is a long run of
 base64 that says nothing to a human, so `show` shortens it (and any other long opaque
@@ -51,9 +51,11 @@ def body_bytes(message: dict[str, Any] | None) -> int:
 
 
 def rounds_table(exchange: Exchange, served_by: list[str] | None = None) -> pd.DataFrame:
-    """One row per round of an MRTR exchange: what went out, what came back, sizes."""
+    """One row per round of an MRTR exchange: who served it, what went out, what came
+    back, sizes. `served_by` names the replicas where no load balancer named them."""
     rows = []
     for number, wire_round in enumerate(exchange.rounds, start=1):
+        named = served_by[number - 1] if served_by else wire_round.served_by
         params = wire_round.request.get("params", {})
         result = (wire_round.response or {}).get("result") or {}
         sent_state = params.get("requestState")
@@ -61,7 +63,7 @@ def rounds_table(exchange: Exchange, served_by: list[str] | None = None) -> pd.D
         rows.append(
             {
                 "round": number,
-                "served by": served_by[number - 1] if served_by else "",
+                "served by": named or "",
                 "answers sent": ", ".join(params.get("inputResponses", {})) or "-",
                 "requestState sent (bytes)": len(sent_state) if sent_state else 0,
                 "result type": result.get("resultType", "error"),

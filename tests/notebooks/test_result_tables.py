@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
 
-import tables
+import result_tables as tables
 
 
 def tidy(by: str | None = None) -> pd.DataFrame:
