@@ -13,6 +13,7 @@
     python -m loadtest calibrate --arch mrtr [--json out.json]  # live vs labsim, 3 loads
     python -m loadtest calibrate --show a.json b.json   # stored reports as Markdown tables
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
+    python -m loadtest verify-plan plan.json [--arch A] [--duration S] [--json out.json]
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import signal
 import sys
 from typing import Any
 
-from loadtest.cli import bench, calibration, runs
+from loadtest.cli import bench, calibration, runs, verification
 from loadtest.config import LoadTestError
 
 
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_commands(commands)
     bench.add_commands(commands)
     calibration.add_commands(commands)
+    verification.add_commands(commands)
     return parser
 
 

@@ -91,9 +91,8 @@ class LoadTestConfig:
     )
     think_time_sigma: float = setting(
         0.6,
-        help="spread (sigma of the underlying normal) of the lognormal think time; no flag: "
-        "part of the lab's user model, which the calibration sets for its own workload",
-        cli=False,
+        flag="--think-sigma",
+        help="spread (sigma of the underlying normal) of the lognormal think time",
     )
     drain_timeout_s: float = setting(
         2.0,

@@ -34,6 +34,7 @@ SWARM_SETTINGS = (
     "duration_s",
     "fault_at_s",
     "think_time_median_s",
+    "think_time_sigma",
     "never_answer_share",
     "drain_timeout_s",
     "tool_mix",

@@ -1,0 +1,188 @@
+"""`python -m loadtest verify-plan P`: a plan's verdicts checked on the live cluster.
+
+For each architecture of the plan, its workload runs live at the plan's fleet and at one
+replica fewer (`loadtest.verify.live_case`), each run judged as the plan judged its
+simulation (`loadtest.verify.live_verdict`). The verdict held when the fleet met the SLO
+and the plan's limits live as the plan said, and one fewer missed them as it said.
+
+The document says for each architecture the sizes run, the scaling (if this machine could
+not host the plan), the live figures at both sizes beside the plan's, and whether the
+verdict held; at the top, whether everything was judged (`judged`, and `reason` when not:
+a run whose replicas did not get their CPU, or a plan this machine cannot host).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from loadtest.config import LoadTestError
+from loadtest.harness.cluster import Cluster
+from loadtest.probes.replica_load import ReplicaSampler
+from loadtest.swarm.scenario_run import run_scenario
+from loadtest.verify.live_case import (
+    Hosting,
+    LiveCase,
+    live_config,
+    scale_case,
+    scenario_command,
+    warmup_s,
+)
+from loadtest.verify.live_verdict import BalancerSampler, LiveRun, judge_run, per_replica
+from loadtest.verify.plan_file import Answer, Plan
+
+Progress = Callable[[str], None]
+#: Seconds at the end of a run whose calls are not judged (they meet the run's end).
+TAIL_S = 1.0
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def verify_plan(
+    plan: Plan,
+    *,
+    archs: list[str] | None = None,
+    judged_s: float = 30.0,
+    warmup: float | None = None,
+    hosting: Hosting | None = None,
+    progress: Progress = _say,
+) -> dict[str, Any]:
+    """Run the plan's architectures live (all of them, or `archs`), each for a warm-up and
+    `judged_s` judged seconds at its fleet and one fewer; the verification document."""
+    hosting = hosting or Hosting()
+    warm_s = warmup_s(plan) if warmup is None else warmup
+    chosen = archs or list(plan.answers)
+    document: dict[str, Any] = {
+        "version": 1,
+        "plan": plan.path,
+        "plan_command": plan.command,
+        "judged_s": judged_s,
+        "warmup_s": warm_s,
+        "hosting": dataclasses.asdict(hosting),
+        "machine": {"cpus": os.cpu_count(), "load_average_before": os.getloadavg()},
+        "architectures": {},
+    }
+    for arch in chosen:
+        if arch not in plan.answers:
+            document["architectures"][arch] = _unjudged(None, f"the plan has no answer for {arch}")
+            continue
+        document["architectures"][arch] = check_architecture(
+            plan, plan.answers[arch], judged_s, warm_s, hosting, progress
+        )
+    reasons = [
+        f"{arch}: {entry['reason']}"
+        for arch, entry in document["architectures"].items()
+        if not entry["judged"]
+    ]
+    document["judged"] = not reasons
+    if reasons:
+        document["reason"] = "; ".join(reasons)
+    document["machine"]["load_average_after"] = os.getloadavg()
+    document["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return document
+
+
+def check_architecture(
+    plan: Plan, answer: Answer, judged_s: float, warm_s: float, hosting: Hosting, progress: Progress
+) -> dict[str, Any]:
+    """One architecture: its fleet and one fewer, live, beside the plan's answer."""
+    try:
+        case = scale_case(plan, answer, hosting)
+    except LoadTestError as refused:
+        return _unjudged(answer.replicas, str(refused))
+    entry: dict[str, Any] = {
+        "replicas": case.replicas,
+        "plan": {
+            "replicas": answer.replicas,
+            "meets": answer.meets,
+            "p95_ms": answer.p95_ms,
+            "completed_share": answer.completed_share,
+        },
+        "scale": case.scale,
+        "rate_per_s": case.rate_per_s,
+        "notes": case.notes,
+    }
+    progress(f"{case.arch}: {case.replicas} replicas at {case.rate_per_s:g} calls/s")
+    at_n = live_run(plan, case, case.replicas, judged_s, warm_s, hosting, progress)
+    entry.update(live=at_n["live"], command=at_n["command"])
+    judged = [at_n]
+    if case.one_fewer is None:
+        entry["one_fewer_reason"] = answer.reason or "no smaller fleet was run"
+        if case.scale < 1 and answer.one_fewer is not None:
+            entry["one_fewer_reason"] = "the scaled fleet has one replica: nothing smaller"
+    else:
+        progress(f"{case.arch}: one fewer, {case.one_fewer} replicas")
+        fewer = live_run(plan, case, case.one_fewer, judged_s, warm_s, hosting, progress)
+        entry["one_fewer"] = {
+            "replicas": case.one_fewer,
+            "plan": {
+                "replicas": answer.one_fewer,
+                "meets": answer.one_fewer_meets,
+                "p95_ms": answer.one_fewer_p95_ms,
+                "completed_share": answer.one_fewer_completed_share,
+            },
+            "live": fewer["live"],
+            "command": fewer["command"],
+        }
+        judged.append(fewer)
+    unjudged = [run["reason"] for run in judged if not run["judged"]]
+    entry["judged"] = not unjudged
+    if unjudged:
+        entry["reason"] = "; ".join(unjudged)
+        entry["verdict_held"] = None
+        return entry
+    entry["held_at_n"] = at_n["live"]["meets"] == answer.meets
+    if "one_fewer" in entry:
+        entry["held_at_one_fewer"] = entry["one_fewer"]["live"]["meets"] == answer.one_fewer_meets
+    entry["verdict_held"] = entry["held_at_n"] and entry.get("held_at_one_fewer", True)
+    return entry
+
+
+def live_run(
+    plan: Plan,
+    case: LiveCase,
+    replicas: int,
+    judged_s: float,
+    warm_s: float,
+    hosting: Hosting,
+    progress: Progress,
+) -> dict[str, Any]:
+    """One live run of the plan's workload on `replicas` replicas, judged."""
+    config = live_config(plan, case, replicas, warm_s + judged_s + TAIL_S)
+    probes: dict[str, Any] = {}
+
+    def on_cluster(cluster: Cluster, moment: str) -> None:
+        if moment == "before":
+            seen = {name: (r.pid, r.port) for name, r in cluster.replicas.items() if r.pid}
+            probes["replicas"] = ReplicaSampler(seen).start()
+            probes["balancer"] = BalancerSampler(cluster.api).start()
+        else:
+            probes["replicas"].stop()
+            probes["balancer"].stop()
+
+    summary = run_scenario(config, progress=progress, on_cluster=on_cluster)
+    calls = summary["calls"]
+    first = min((c["started"] for c in calls), default=time.time())
+    window = (first + warm_s, first + warm_s + judged_s)
+    run = LiveRun(
+        replicas=replicas,
+        calls=calls,
+        window_s=window,
+        balancer=probes["balancer"].window(*window),
+        per_replica=per_replica(probes["replicas"], *window, plan.workload.workers_per_replica),
+        rate_per_s=case.rate_per_s,
+        workers_per_replica=plan.workload.workers_per_replica,
+    )
+    judged = judge_run(run, plan.slo, hosting.max_cpu_wait_share)
+    judged["command"] = scenario_command(config)
+    return judged
+
+
+def _unjudged(replicas: int | None, reason: str) -> dict[str, Any]:
+    return {"replicas": replicas, "judged": False, "reason": reason, "verdict_held": None}

@@ -1,0 +1,239 @@
+"""A plan's workload as the lab's live cluster runs it, scaled openly to what this machine
+can host.
+
+The lab's demo tools do little but ask, so where the plan's rounds carry work of their own
+(the plan's round less the request's overhead its model split off) each tool of the plan
+is played by a demo tool with as many rounds that spends that work: a tool of one round by
+`crunch`, sized to the work, and a tool of two rounds (one asking round) by `quote`, whose
+`cpu_ms` each call draws from the plan's distribution. A replica serves its rounds on one
+event loop: one worker. A plan whose replica has more workers gets them from the replica's
+CPU pool (`--cpu-workers`, all tool work off the loop).
+
+Every other figure is the plan's: the arrival rate (open loop), the think time, the users
+who never answer and the answer timeout they meet, the connection limit, the client's
+retries. A plan this machine cannot host (too many replicas, calls or CPU for it) is scaled
+down: fewer replicas, each with the plan's load per replica, so the use of each replica's
+limits is the plan's; one fewer is then one fewer of the scaled fleet, each of its
+replicas carrying more than one fewer of the plan's would, which the output says.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+from labsim.model.tools import TOOLS
+from loadtest.config import LoadTestConfig, LoadTestError
+from loadtest.verify.plan_file import Answer, Plan
+from server.flags import setting
+
+#: The lab's demo tool that plays a plan's tool of each number of rounds, when the
+#: plan's rounds carry work of their own.
+PLAYED_BY = {1: "crunch", 2: "quote"}
+#: Tool work per round below which the plan's tools are run as themselves (ms): the
+#: plan's round is then the server's own overhead, which the demo tools have.
+NO_TOOL_WORK_MS = 0.01
+#: Seconds of every live run before its calls are judged, beyond the time the plan's
+#: users who never answer hold their calls.
+WARMUP_S = 5.0
+
+
+@dataclass(frozen=True)
+class Hosting:
+    """What this machine can give a live check, and how much noise it accepts."""
+
+    max_replicas: int = setting(
+        4, metavar="N", help="most replicas this machine runs at once for a live check"
+    )
+    max_rate_per_s: float = setting(
+        60.0,
+        flag="--max-rate",
+        metavar="PER_S",
+        help="most calls per second one load generator here starts reliably (open loop, "
+        "each call a user with its own connections)",
+    )
+    cpu_cores: float = setting(
+        max(0.5, (os.cpu_count() or 2) - 1.0),
+        metavar="CORES",
+        help="CPU cores the replicas may use at the plan's load (the rest is the load "
+        "generator's and the balancer's)",
+    )
+    max_open_calls: int = setting(
+        2000,
+        metavar="N",
+        help="most calls the load generator holds open at once (held legacy streams)",
+    )
+    max_cpu_wait_share: float = setting(
+        0.2,
+        metavar="SHARE",
+        help="largest share of a replica's busy time (CPU + wait for a CPU) spent waiting "
+        "for a CPU that other programs held, beyond which a run is not judged",
+    )
+
+
+@dataclass(frozen=True)
+class LiveCase:
+    """One architecture's check: the sizes run live, at what rate, and how it was scaled."""
+
+    arch: str
+    replicas: int
+    one_fewer: int | None
+    rate_per_s: float
+    scale: float
+    tools: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+
+
+def rounds_of(tool: str) -> int:
+    """Rounds (requests) of one call of a plan's tool, nothing going wrong."""
+    if tool not in TOOLS:
+        raise LoadTestError(f"the plan's tool {tool!r} is not one labsim models")
+    return TOOLS[tool].requests()
+
+
+def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
+    """The demo tools that play the plan's, with their shares, and what was mapped."""
+    work = plan.workload
+    if work.tool_work.mean_ms < NO_TOOL_WORK_MS:
+        return dict(work.tools), []
+    tools: dict[str, float] = {}
+    for tool, share in work.tools.items():
+        rounds = rounds_of(tool)
+        if rounds not in PLAYED_BY:
+            raise LoadTestError(
+                f"the plan's tool {tool!r} has {rounds} rounds; no demo tool with as many "
+                f"spends work of its own (those of {sorted(PLAYED_BY)} rounds do)"
+            )
+        tools[PLAYED_BY[rounds]] = tools.get(PLAYED_BY[rounds], 0.0) + share
+    mapped = sorted({f"{tool} -> {PLAYED_BY[rounds_of(tool)]}" for tool in work.tools})
+    note = (
+        f"tools played by demo tools of as many rounds spending the plan's tool work "
+        f"({work.tool_work.mean_ms:.3g} ms a round beyond the request's "
+        f"{work.overhead_ms:.3g} ms): {', '.join(mapped)}"
+    )
+    return tools, [note]
+
+
+def cpu_cores_needed(plan: Plan, rate_per_s: float) -> float:
+    """CPU cores the plan's rounds take at `rate_per_s` calls a second."""
+    work = plan.workload
+    total = sum(work.tools.values()) or 1.0
+    rounds = sum(share * rounds_of(tool) for tool, share in work.tools.items()) / total
+    return rate_per_s * rounds * work.round_work.mean_ms / 1e3
+
+
+def open_calls(plan: Plan, rate_per_s: float) -> float:
+    """Calls open at once at `rate_per_s` (Little's law): the users' think time, and the
+    answer timeout of those who never answer."""
+    work = plan.workload
+    think_mean_s = work.think_median_s * math.exp(work.think_sigma**2 / 2)
+    never = work.never_answer_share
+    return rate_per_s * ((1 - never) * think_mean_s + never * work.answer_timeout_s)
+
+
+def scale_case(plan: Plan, answer: Answer, hosting: Hosting) -> LiveCase:
+    """The check of one architecture's answer, scaled to `hosting` where it must be.
+
+    A `LoadTestError` when not even one replica's share of the plan fits this machine.
+    """
+    if answer.replicas is None:
+        raise LoadTestError(f"the plan names no fleet for {answer.arch}: {answer.reason}")
+    tools, notes = live_tools(plan)
+    n, rate = answer.replicas, plan.workload.rate_per_s
+    limits = {
+        "replicas": hosting.max_replicas / n,
+        "calls per second": hosting.max_rate_per_s / rate,
+        "CPU": hosting.cpu_cores / max(cpu_cores_needed(plan, rate), 1e-9),
+        "open calls": hosting.max_open_calls / max(open_calls(plan, rate), 1e-9),
+    }
+    scale = min(1.0, *limits.values())
+    if scale >= 1.0:
+        return LiveCase(answer.arch, n, answer.one_fewer, rate, 1.0, tools, notes)
+    replicas = math.floor(n * scale + 1e-9)
+    what = min(limits, key=lambda name: limits[name])
+    if replicas < 1:
+        raise LoadTestError(
+            f"{answer.arch}: this machine cannot host one replica's share of the plan "
+            f"({rate / n:.3g} calls/s, {cpu_cores_needed(plan, rate / n):.2f} CPU cores; "
+            f"the limit reached: {what})"
+        )
+    scaled_rate = rate * replicas / n
+    notes.append(
+        f"scaled down for this machine ({what}): {replicas} replicas at {scaled_rate:.3g} "
+        f"calls/s instead of {n} at {rate:.3g}, the same load per replica"
+    )
+    fewer = replicas - 1 if answer.one_fewer is not None and replicas > 1 else None
+    if fewer is not None and answer.one_fewer is not None:
+        notes.append(
+            f"one fewer: {fewer} replicas carry {scaled_rate / fewer:.3g} calls/s each; the "
+            f"plan's {answer.one_fewer} would carry {rate / answer.one_fewer:.3g}"
+        )
+    elif answer.one_fewer is not None:
+        notes.append("one fewer: not run, the scaled fleet has one replica")
+    return LiveCase(answer.arch, replicas, fewer, scaled_rate, replicas / n, tools, notes)
+
+
+def warmup_s(plan: Plan) -> float:
+    """Seconds before a run's calls are judged: long enough for the calls of users who
+    never answer to reach their steady number (they hold until the answer timeout)."""
+    work = plan.workload
+    return WARMUP_S + (work.answer_timeout_s if work.never_answer_share > 0 else 0.0)
+
+
+def live_config(plan: Plan, case: LiveCase, replicas: int, duration_s: float) -> LoadTestConfig:
+    """The load test's settings that run the plan's workload on `replicas` replicas."""
+    work = plan.workload
+    pooled = work.workers_per_replica > 1
+    return LoadTestConfig(
+        arch=case.arch,
+        scenario="steady",
+        replicas=replicas,
+        rate_per_s=case.rate_per_s,
+        duration_s=duration_s,
+        think_time_median_s=work.think_median_s,
+        think_time_sigma=work.think_sigma,
+        never_answer_share=work.never_answer_share,
+        answer_timeout_s=work.answer_timeout_s,
+        tool_mix=dict(case.tools),
+        tool_cpu_ms=work.tool_work.mean_ms,
+        tool_cpu_cv=work.tool_work.cv,
+        tool_cpu_kind=work.tool_work.kind,
+        max_connections=plan.slo.connection_limit,
+        # One worker is the replica's event loop; more are its CPU pool, all tool work there.
+        cpu_workers=work.workers_per_replica if pooled else None,
+        cpu_inline_max_ms=0.0 if pooled else 1e6,
+        max_retries=work.max_retries,
+        retry_backoff_s=work.retry_backoff_s,
+        # The model's backoff doubles without a cap until the client gives up.
+        retry_backoff_max_s=work.retry_backoff_s * 2 ** max(work.max_retries, 1),
+    )
+
+
+def _number(value: float) -> str:
+    """A number as short as it can be written and read back the same."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+def scenario_command(config: LoadTestConfig) -> str:
+    """The `python -m loadtest scenario steady` command that runs `config` by hand."""
+    n = _number
+    mix = ",".join(f"{tool}={n(share)}" for tool, share in config.tool_mix.items())
+    parts = [
+        f"python -m loadtest scenario steady --arch {config.arch} --replicas {config.replicas}",
+        f"--rate {n(config.rate_per_s)} --duration {n(config.duration_s)}",
+        f"--think-time {n(config.think_time_median_s)} --think-sigma {n(config.think_time_sigma)}",
+        f"--never-answer {n(config.never_answer_share)}",
+        f"--answer-timeout {n(config.answer_timeout_s)}",
+        f"--tools {mix} --tool-cpu-ms {n(config.tool_cpu_ms)}",
+        f"--tool-cpu-cv {n(config.tool_cpu_cv)} --tool-cpu-kind {config.tool_cpu_kind}",
+        f"--max-connections {config.max_connections}",
+        f"--max-retries {config.max_retries} --retry-backoff {n(config.retry_backoff_s)}",
+        f"--retry-backoff-max {n(config.retry_backoff_max_s)}",
+    ]
+    if config.cpu_workers is not None:
+        parts.append(f"--cpu-workers {config.cpu_workers}")
+    if config.cpu_inline_max_ms is not None:
+        parts.append(f"--cpu-inline-max-ms {n(config.cpu_inline_max_ms)}")
+    return " ".join(parts)

@@ -1,0 +1,181 @@
+"""verify-plan without a cluster: a plan of `labsim plan --json` read, mapped onto the lab's
+demo tools, scaled to what a machine hosts, and a live run's calls judged as the plan
+judges its simulation."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loadtest.__main__ import build_parser
+from loadtest.cli.runs import config_from
+from loadtest.config import LoadTestError
+from loadtest.verify.live_case import (
+    Hosting,
+    live_config,
+    live_tools,
+    scale_case,
+    scenario_command,
+)
+from loadtest.verify.live_verdict import LiveRun, judge_run
+from loadtest.verify.plan_file import parse_plan
+
+
+@pytest.fixture(scope="module")
+def plan_document(tmp_path_factory: Any) -> dict[str, Any]:
+    """A small CPU-bound plan as `labsim plan --json` writes it: 2 replicas, one fewer 1."""
+    out = tmp_path_factory.mktemp("plan") / "plan.json"
+    command = [
+        sys.executable, "-m", "labsim", "plan", "--rate", "45", "--think-median-s", "0.3",
+        "--think-sigma", "0.5", "--never-answer", "0", "--slo-p95-ms", "100",
+        "--round-cpu-ms", "8", "--round-cpu-cv", "0.3", "--round-cpu-kind", "lognormal",
+        "--vcpus", "1", "--connection-limit", "64", "--tool-mix", "get_weather=1",
+        "--measure-s", "30", "--json", str(out),
+    ]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    return dict(json.loads(out.read_text()))
+
+
+def test_a_plan_is_read_with_its_workload_slo_and_answers(plan_document: dict) -> None:
+    plan = parse_plan(plan_document)
+    assert plan.workload.rate_per_s == 45 and plan.workload.tools == {"get_weather": 1.0}
+    assert plan.workload.round_work.mean_ms == pytest.approx(8.0)
+    # The model's tool part is the round less the request's overhead it split off.
+    assert plan.workload.tool_work.mean_ms + plan.workload.overhead_ms == pytest.approx(8.0)
+    assert plan.slo.p95_ms == 100 and plan.slo.connection_limit == 64
+    for answer in plan.answers.values():
+        assert answer.replicas is not None and answer.one_fewer == answer.replicas - 1
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [(("request", "rate_per_s"), "request.rate_per_s"), (("params",), "'params'")],
+)
+def test_a_plan_missing_a_field_is_refused_by_its_name(
+    plan_document: dict, path: tuple[str, ...], named: str
+) -> None:
+    broken = copy.deepcopy(plan_document)
+    holder = broken
+    for key in path[:-1]:
+        holder = holder[key]
+    del holder[path[-1]]
+    with pytest.raises(LoadTestError, match=named.replace(".", r"\.")):
+        parse_plan(broken)
+
+
+def test_tools_with_work_are_played_by_demo_tools_of_as_many_rounds(plan_document: dict) -> None:
+    document = copy.deepcopy(plan_document)
+    document["request"]["tools"] = ["crunch", "get_weather", "link_accounts"]
+    document["request"]["tool_mix"] = [0.5, 0.3, 0.2]
+    tools, notes = live_tools(parse_plan(document))
+    assert tools == pytest.approx({"crunch": 0.5, "quote": 0.5})
+    assert "get_weather -> quote" in notes[0] and "link_accounts -> quote" in notes[0]
+    document["request"]["tools"] = ["update_work_item"]
+    document["request"]["tool_mix"] = [1.0]
+    with pytest.raises(LoadTestError, match="update_work_item"):
+        live_tools(parse_plan(document))
+
+
+def test_the_live_run_is_the_plans_workload_and_its_command_reproduces_it(
+    plan_document: dict,
+) -> None:
+    plan = parse_plan(plan_document)
+    case = scale_case(plan, plan.answers["mrtr"], Hosting(max_rate_per_s=1000, cpu_cores=2))
+    config = live_config(plan, case, case.replicas, 30.0)
+    assert (config.rate_per_s, config.max_connections, config.replicas) == (45, 64, case.replicas)
+    assert config.tool_mix == {"quote": 1.0}
+    assert config.tool_cpu_ms == pytest.approx(plan.workload.tool_work.mean_ms)
+    # One worker: the replica's event loop, every round's work on it.
+    assert config.cpu_workers is None and config.cpu_inline_max_ms and config.cpu_inline_max_ms > 8
+    words = scenario_command(config).split()[3:]  # after `python -m loadtest`
+    assert config_from(build_parser().parse_args(words)) == config
+
+
+def test_a_plan_too_big_for_the_machine_is_scaled_down_openly(plan_document: dict) -> None:
+    document = copy.deepcopy(plan_document)
+    answer = document["architectures"]["mrtr"]
+    answer["replicas"], answer["one_fewer"]["replicas"] = 8, 7
+    plan = parse_plan(document)
+    case = scale_case(plan, plan.answers["mrtr"], Hosting(max_replicas=3, cpu_cores=8))
+    assert case.replicas == 3 and case.one_fewer == 2
+    # The load per replica is the plan's.
+    assert case.rate_per_s / case.replicas == pytest.approx(45 / 8)
+    assert any("scaled down" in note and "replicas" in note for note in case.notes)
+    with pytest.raises(LoadTestError, match="cannot host one replica's share"):
+        scale_case(plan, plan.answers["mrtr"], Hosting(cpu_cores=0.01))
+
+
+def _call(outcome: str, latency_ms: float, started: float = 10.0) -> dict[str, Any]:
+    return {"outcome": outcome, "latency_ms": latency_ms, "started": started, "error": ""}
+
+
+def _run(calls: list[dict[str, Any]], wait_share: float = 0.05) -> LiveRun:
+    cpu = {"cpu_s": 1.0, "cpu_wait_s": wait_share / (1 - wait_share)}
+    return LiveRun(
+        replicas=1,
+        calls=calls,
+        window_s=(0.0, 20.0),
+        balancer={"down_marks": 0, "replica_5xx": 0, "balancer_5xx": 0},
+        per_replica={
+            "r1": {
+                "peak_connections": 3,
+                "peak_rss_bytes": 60 * 2**20,
+                "cpu_utilization": 0.3,
+                "cpu_wait_share": wait_share,
+                **cpu,
+            }
+        },
+        rate_per_s=len(calls) / 20.0,
+        workers_per_replica=1,
+    )
+
+
+def test_failed_and_lost_calls_count_as_misses_in_the_percentiles(plan_document: dict) -> None:
+    slo = parse_plan(plan_document).slo
+    fast = [_call("completed", 10.0) for _ in range(90)]
+    judged = judge_run(_run(fast + [_call("failed", 1.0)] * 5 + [_call("lost", 1.0)] * 5), slo, 0.2)
+    live = judged["live"]
+    # One call in ten missed: the p95 is a miss (null), though every completed call was fast.
+    assert live["p95_ms"] is None and live["p95_completed_ms"] == 10.0
+    assert live["completed_share"] == pytest.approx(0.9)
+    assert not live["meets_slo"] and live["broke"] == ["latency", "completion"]
+    # Calls whose user never answered are neither completed nor missed.
+    judged = judge_run(_run(fast + [_call("abandoned", 0.0)] * 10), slo, 0.2)
+    assert judged["live"]["completed_share"] == 1.0 and judged["live"]["meets_slo"]
+    assert judged["judged"]
+
+
+def test_a_run_whose_replicas_waited_for_the_cpu_is_not_judged(plan_document: dict) -> None:
+    slo = parse_plan(plan_document).slo
+    calls = [_call("completed", 10.0) for _ in range(100)]
+    starved = judge_run(_run(calls, wait_share=0.5), slo, 0.2)
+    assert starved["judged"] is False and "waited for a CPU 50%" in starved["reason"]
+    assert judge_run(_run(calls, wait_share=0.5), slo, 0.6)["judged"]
+
+
+def test_a_load_generator_that_fell_behind_is_not_judged(plan_document: dict) -> None:
+    slo = parse_plan(plan_document).slo
+    run = _run([_call("completed", 10.0) for _ in range(100)])
+    run.rate_per_s = 20.0  # 400 calls asked in the window, 100 started
+    judged = judge_run(run, slo, 0.2)
+    assert not judged["judged"] and "fell behind" in judged["reason"]
+    assert math.isclose(judged["live"]["offered_per_s"], 5.0)
+
+
+def test_verify_plan_refuses_a_file_that_is_not_a_plan(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({"version": 1}))
+    result = subprocess.run(
+        [sys.executable, "-m", "loadtest", "verify-plan", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "no 'request'" in result.stderr
