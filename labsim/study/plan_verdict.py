@@ -18,8 +18,9 @@ share of its limit the fleet reached (1 is the limit):
 
 The fleet meets when every use is within its limit and no replica turned work away. The p95
 and the completed share come with a 95% confidence interval over the replications; a
-fleet whose interval straddles the SLO gets more replications, and is *marginal* if it
-still does at the most the plan allows.
+fleet whose interval straddles the SLO, or whose runs disagree (one met everything,
+another broke something: a limit reached in some runs only), gets more replications, and
+is *marginal* if it still does at the most the plan allows.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Verdict:
     use: dict[str, float]
     marginal: bool = False
     runs: list[dict[str, Any]] = field(repr=False, default_factory=list)
+    runs_disagree: bool = False  # some runs met everything and some did not
 
     def fails(self, constraint: str) -> bool:
         """Whether this fleet broke `constraint`."""
@@ -130,7 +132,12 @@ def judge(
         "latency": p95_ms / request.slo_p95_ms,
         "completion": misses / allowed_misses if allowed_misses else (math.inf if misses else 0),
     }
+    # Each run judged on its own (a single run's verdict is the pooled one).
+    alone = {judge(request, replicas, [run], base_memory_bytes).meets for run in runs[1:]}
+    if alone:
+        alone.add(judge(request, replicas, [runs[0]], base_memory_bytes).meets)
     return Verdict(
+        runs_disagree=len(alone) > 1,
         replicas=replicas,
         p95_ms=p95_ms,
         p95_ms_ci=p95_ci,
@@ -155,12 +162,14 @@ def request_memory_bytes(request: PlanRequest) -> float:
 
 
 def straddles(request: PlanRequest, verdict: Verdict) -> bool:
-    """Whether a confidence interval holds the SLO's figure: the runs cannot tell whether
-    this fleet meets it."""
+    """Whether the runs cannot tell whether this fleet meets: a confidence interval holds
+    the SLO's figure, or some runs met everything and others did not."""
     low, high = verdict.p95_ms_ci
     share_low, share_high = verdict.completed_share_ci
-    return (low <= request.slo_p95_ms <= high and low < high) or (
-        share_low <= request.slo_completed_share <= share_high and share_low < share_high
+    return (
+        verdict.runs_disagree
+        or (low <= request.slo_p95_ms <= high and low < high)
+        or (share_low <= request.slo_completed_share <= share_high and share_low < share_high)
     )
 
 
