@@ -17,7 +17,7 @@ from labsim.study import capacity
 from labsim.study.capacity import monthly_cost, plan, sold_shape
 from labsim.study.plan_inputs import plan_inputs
 from labsim.study.plan_request import PlanRequest
-from labsim.study.plan_verdict import BINDINGS, NEAR_LIMIT, Verdict, judge
+from labsim.study.plan_verdict import BINDINGS, NEAR_LIMIT, Verdict, judge, straddles
 
 ARCHITECTURES = ("sse-store", "sticky", "mrtr")
 # Short questions: a minute measured after a 30 s warm-up, two replications a size.
@@ -179,6 +179,17 @@ def _run(architecture: str, replicas: int, p95_ms: float) -> dict:
         "store_ops": 0,
         "bytes_out": 1000,
     }
+
+
+def test_runs_that_disagree_on_a_limit_cannot_settle_a_verdict() -> None:
+    request = cpu_bound()
+    quiet = _run("mrtr", 3, 50.0)
+    turned_away = quiet | {"refused_requests": 1}
+    split = judge(request, 3, [quiet, turned_away], 50_000_000)
+    assert split.broke() == ["connections"] and split.runs_disagree
+    assert straddles(request, split)
+    agreed = judge(request, 3, [quiet, quiet], 50_000_000)
+    assert agreed.meets and not straddles(request, agreed)
 
 
 def test_a_failed_call_is_a_miss_of_the_slo() -> None:
