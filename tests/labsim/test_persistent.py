@@ -147,7 +147,7 @@ def test_the_share_sweep_shows_mrtr_losing_its_store_advantage() -> None:
         for ax in figure.axes:
             assert "(%)" in ax.get_xlabel()
             assert ax.get_ylabel()
-        labels = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+        labels = [t.get_text() for t in figure.legends[0].get_texts()]
         assert labels == ["SSE + shared store", "sticky load balancer", "MRTR"]
     finally:
         plt.close(figure)

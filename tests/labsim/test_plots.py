@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 from matplotlib.colors import to_hex
+from matplotlib.container import BarContainer
 
 from labsim import ARCHITECTURES
 from labsim.study import plots
@@ -88,6 +89,53 @@ def test_timeline_keeps_the_coinciding_legacy_lines_apart() -> None:
         assert sticky.get_linestyle() != "-"
 
 
+def test_the_sticky_line_is_drawn_over_mrtrs_when_they_coincide() -> None:
+    """Sticky and MRTR are both at zero wherever neither holds anything: the sticky line is
+    dashed and on top, so MRTR's shows between its dashes."""
+    figure = plots.timeline([run("steady", a) for a in ARCHITECTURES], series=("open_streams",))
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    sticky, mrtr = lines["sticky load balancer"], lines["MRTR"]
+    assert sticky.get_zorder() > mrtr.get_zorder() and sticky.get_linestyle() != "-"
+
+
+def test_count_panels_of_a_timeline_take_whole_ticks_only() -> None:
+    figure = plots.timeline([run("crash", a) for a in ARCHITECTURES], series=("replicas_up",))
+    ax = figure.axes[0]
+    low, high = ax.get_ylim()
+    ticks = [t for t in ax.get_yticks() if low <= t <= high]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+
+
+def test_confidence_intervals_stop_at_what_the_quantity_can_take() -> None:
+    errors = plots.clipped_errors(pd.Series([0.2, 5.0, 0.9]), pd.Series([0.555, 1.0, 0.3]), 0, 1)
+    # 0.2 ± 0.555 reaches down to 0 only; 0.9 ± 0.3 reaches up to 1 only.
+    assert errors[0].tolist() == pytest.approx([0.2, 1.0, 0.3])
+    assert errors[1].tolist() == pytest.approx([0.555, 0.0, 0.1])
+
+
+def test_comparison_grid_whiskers_stop_at_zero_and_at_all() -> None:
+    """A count of 0.2 ± 0.555 and a completed fraction of 0.9 ± 0.3 (as few replications
+    give): whiskers from 0 to 0.755, and from 0.6 to 1."""
+    comparison = pd.DataFrame(
+        [
+            {"scenario": "crash", "architecture": a, "metric": m, "mean": mean, "ci_half_width": h}
+            for a in ARCHITECTURES
+            for m, mean, h in (("state_losses", 0.2, 0.555), ("completed_fraction", 0.9, 0.3))
+        ]
+    )
+    figure = plots.comparison_grid(
+        comparison,
+        (("state_losses", "calls whose state was lost", 1.0), ("completed_fraction", "done", 1.0)),
+    )
+    ends = []
+    for ax in figure.axes[:2]:
+        container = next(c for c in ax.containers if isinstance(c, BarContainer))
+        segment = container.errorbar.lines[2][0].get_segments()[0]
+        ends.append(sorted(y for _, y in segment))
+    assert ends[0] == pytest.approx([0.0, 0.755])
+    assert ends[1] == pytest.approx([0.6, 1.0])
+
+
 def tidy_sweep() -> pd.DataFrame:
     """Means by architecture, arrival rate and metric, as `labsim.study.sweep` returns them."""
     rows = [
@@ -127,7 +175,9 @@ def test_sweep_panels_draw_a_line_per_architecture_in_the_panels_units() -> None
     mrtr = next(line for line in latency.get_lines() if line.get_label() == "MRTR")
     assert list(mrtr.get_xdata()) == [1, 2, 4]
     assert list(mrtr.get_ydata()) == pytest.approx([3.0, 6.0, 12.0])
-    legend = [t.get_text() for t in cpu.get_legend().get_texts()]
+    # One legend for all panels, under them: none drawn over a panel's data.
+    assert latency.get_legend() is None and cpu.get_legend() is None
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
     assert legend == [
         "SSE + shared store",
         "sticky load balancer",
@@ -155,6 +205,10 @@ def test_sweep_panels_take_other_groups_in_the_colours_given() -> None:
     assert not spare.get_visible()
     colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
     assert colours == {"503": "tab:red", "offload": "tab:blue"}
+    # A group drawn later is narrower with a smaller marker, so equal values stay visible.
+    first, second = ax.get_lines()
+    assert second.get_linewidth() < first.get_linewidth()
+    assert second.get_markersize() < first.get_markersize()
 
 
 def test_headline_bars_show_each_architectures_value_in_the_panels_unit() -> None:

@@ -6,7 +6,13 @@ one colour everywhere (`style`); units are in the axis labels. Figures draw
 results; they run no simulation.
 """
 
-from labsim.study.plots.comparisons import comparison_grid, cost_bars, share_sweep, write_figures
+from labsim.study.plots.comparisons import (
+    clipped_errors,
+    comparison_grid,
+    cost_bars,
+    share_sweep,
+    write_figures,
+)
 from labsim.study.plots.panels import Panel, headline_bars, sweep_panels
 from labsim.study.plots.runs import ROLLOUT_STATES, latency_cdf, rollout, timeline
 from labsim.study.plots.style import COLOURS, LABELS, LINES
@@ -17,6 +23,7 @@ __all__ = [
     "LINES",
     "ROLLOUT_STATES",
     "Panel",
+    "clipped_errors",
     "comparison_grid",
     "cost_bars",
     "headline_bars",

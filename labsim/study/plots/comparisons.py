@@ -19,8 +19,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from labsim.model.metrics import RunResult
+from labsim.study.plots.panels import legend_below
 from labsim.study.plots.runs import latency_cdf, timeline
-from labsim.study.plots.style import COLOURS, legend_label
+from labsim.study.plots.style import COLOURS, LINES, MARKERS, legend_label
 
 
 def _pivot(comparison: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -35,6 +36,16 @@ def _pivot(comparison: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, pd.Data
         means.loc[groups, architectures],
         errors.loc[groups, architectures].fillna(0.0),
     )
+
+
+def clipped_errors(
+    means: pd.Series, half_widths: pd.Series, low: float = 0.0, high: float = np.inf
+) -> np.ndarray:
+    """Error bars (below, above) for `means` ± `half_widths`, clipped to [low, high]: a
+    count's interval never reaches below zero, a fraction's never above one."""
+    lower = np.minimum(half_widths, np.maximum(means - low, 0.0))
+    upper = np.minimum(half_widths, np.maximum(high - means, 0.0))
+    return np.vstack([lower.to_numpy(dtype=float), upper.to_numpy(dtype=float)])
 
 
 def cost_bars(comparison: pd.DataFrame, scenario: str = "steady", ax: Axes | None = None) -> Figure:
@@ -72,7 +83,8 @@ def comparison_grid(
         ("cost_per_million_calls_usd", "cost per million calls (USD)", 1.0),
     ),
 ) -> Figure:
-    """A panel per metric; grouped bars per scenario, one colour per architecture, 95% CI.
+    """A panel per metric; grouped bars per scenario, one colour per architecture, 95% CI
+    (clipped to what the metric can take: none below zero, no fraction above one).
 
     `metrics` are (summary metric, axis label with unit, divisor) triples.
     """
@@ -85,12 +97,13 @@ def comparison_grid(
         architectures = list(means.columns)
         width = 0.8 / max(len(architectures), 1)
         x = np.arange(len(means.index))
+        high = 1.0 / divisor if metric.endswith("_fraction") else np.inf
         for k, architecture in enumerate(architectures):
             ax.bar(
                 x + (k - (len(architectures) - 1) / 2) * width,
                 means[architecture],
                 width,
-                yerr=errors[architecture],
+                yerr=clipped_errors(means[architecture], errors[architecture], 0.0, high),
                 color=COLOURS.get(architecture),
                 label=legend_label(architecture),
                 capsize=2,
@@ -100,9 +113,8 @@ def comparison_grid(
         ax.grid(True, axis="y", alpha=0.3)
     for ax in list(axes.flat)[len(metrics) :]:
         ax.set_visible(False)
-    axes.flat[0].legend(fontsize="small")
     fig.suptitle("Architectures compared, scenario by scenario (bars: mean; whiskers: 95% CI)")
-    fig.tight_layout()
+    legend_below(fig, list(axes.flat)[:1])
     return fig
 
 
@@ -123,21 +135,23 @@ def share_sweep(
         rows = frame[frame["metric"] == metric]
         for architecture, group in rows.groupby("architecture", sort=False):
             group = group.sort_values("persistent_share")
+            name = str(architecture)
+            means = group["mean"] / divisor
             ax.errorbar(
                 group["persistent_share"] * 100,
-                group["mean"] / divisor,
-                yerr=group["ci_half_width"].fillna(0.0) / divisor,
-                marker="o",
+                means,
+                yerr=clipped_errors(means, group["ci_half_width"].fillna(0.0) / divisor),
                 capsize=2,
-                color=COLOURS.get(str(architecture)),
-                label=legend_label(str(architecture)),
+                color=COLOURS.get(name),
+                label=legend_label(name),
+                **LINES.get(name, {}),
+                **MARKERS.get(name, {"marker": "o"}),
             )
         ax.set_xlabel("calls to persistent tools (%)")
         ax.set_ylabel(label)
         ax.grid(True, alpha=0.3)
-    axes.flat[0].legend(fontsize="small")
     fig.suptitle("Persistent tools: what MRTR keeps and what it gives back, share by share")
-    fig.tight_layout()
+    legend_below(fig, list(axes.flat)[:1])
     return fig
 
 

@@ -16,7 +16,7 @@ from matplotlib import pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from labsim.study.plots.style import COLOURS, LINES, legend_label
+from labsim.study.plots.style import COLOURS, LINES, MARKERS, group_line, legend_label
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,18 @@ class Panel:
     limit: tuple[float, str] | None = None
 
 
-def _style(group: str, colours: Mapping[str, str] | None) -> dict[str, Any]:
-    """Architectures keep their colour, name and line style; other groups take `colours`."""
+def _style(group: str, colours: Mapping[str, str] | None, position: int) -> dict[str, Any]:
+    """Architectures keep their colour, name, line style and marker; other groups take
+    `colours` and a line style by the order they are drawn (`group_line`), so groups with
+    the same values stay visible one over another."""
     if colours is None:
-        return {"color": COLOURS.get(group), "label": legend_label(group), **LINES.get(group, {})}
-    return {"color": colours.get(group), "label": group}
+        return {
+            "color": COLOURS.get(group),
+            "label": legend_label(group),
+            **LINES.get(group, {}),
+            **MARKERS.get(group, {"marker": "o"}),
+        }
+    return {"color": colours.get(group), "label": group, **group_line(position)}
 
 
 def _finish_panel(ax: Axes, panel: Panel) -> None:
@@ -54,7 +61,26 @@ def _finish_panel(ax: Axes, panel: Panel) -> None:
     title = panel.label.split(" (")[0]
     ax.set_title(title[:1].upper() + title[1:])
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
+
+
+def legend_below(fig: Figure, axes: Sequence[Axes], columns: int = 4) -> None:
+    """One legend for every panel, under them, so that it covers no data; then lay out."""
+    named: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            named.setdefault(label, handle)
+    rows = int(np.ceil(len(named) / columns)) if named else 0
+    height_in = 0.3 * rows + 0.15 if rows else 0.0
+    if named:
+        fig.legend(
+            list(named.values()),
+            list(named),
+            loc="lower center",
+            ncol=min(columns, len(named)),
+            fontsize="small",
+            frameon=False,
+        )
+    fig.tight_layout(rect=(0, height_in / fig.get_figheight(), 1, 1))
 
 
 def sweep_panels(
@@ -83,11 +109,9 @@ def sweep_panels(
     )
     for ax, panel in zip(axes.flat, panels, strict=False):
         chosen = tidy[tidy["metric"] == panel.metric]
-        for group, line in chosen.groupby(by, sort=False):
+        for position, (group, line) in enumerate(chosen.groupby(by, sort=False)):
             line = line.sort_values(x)
-            ax.plot(
-                line[x], line["mean"] / panel.divisor, marker="o", **_style(str(group), colours)
-            )
+            ax.plot(line[x], line["mean"] / panel.divisor, **_style(str(group), colours, position))
         for value, label in marks:
             ax.axvline(value, color="black", linestyle=":", label=label)
         if xscale == "log":
@@ -98,7 +122,7 @@ def sweep_panels(
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.suptitle(title)
-    fig.tight_layout()
+    legend_below(fig, list(axes.flat)[: len(panels)])
     return fig
 
 
@@ -111,9 +135,10 @@ def headline_bars(
     colours = [COLOURS.get(a) for a in summaries]
     for ax, panel in zip(axes.flat, panels, strict=True):
         values = [summary[panel.metric] / panel.divisor for summary in summaries.values()]
-        ax.bar(names, values, color=colours, label=names)
+        # The bars are named on their axis; a legend would only repeat the names.
+        ax.bar(names, values, color=colours)
         ax.tick_params(axis="x", labelrotation=15)
         _finish_panel(ax, panel)
     fig.suptitle(title)
-    fig.tight_layout()
+    legend_below(fig, list(axes.flat))
     return fig

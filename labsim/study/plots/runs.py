@@ -14,6 +14,7 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from labsim.model.metrics import RunResult
 from labsim.study.plots.style import COLOURS, LINES, legend_label
@@ -30,6 +31,8 @@ _SERIES = {
     "busy_workers": ("busy workers", 1.0),
     "queued_requests": ("queued requests", 1.0),
 }
+# Series that count things, whose axes take whole ticks only.
+_COUNTS = frozenset(set(_SERIES) - {"held_bytes"})
 
 
 def latency_cdf(results: Sequence[RunResult], ax: Axes | None = None) -> Figure:
@@ -87,11 +90,22 @@ def timeline(
         if results:
             ax.axvspan(0, results[0].params.warmup_s, color="grey", alpha=0.1, linewidth=0)
         ax.set_ylabel(label)
+        if column in _COUNTS:
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(True, alpha=0.3)
-    axes[0].legend(loc="upper left", fontsize="small")
-    axes[0].set_title("The cluster over time (grey: warm-up; dotted: each run's fault events)")
+    fig.suptitle("The cluster over time (grey: warm-up; dotted: each run's fault events)")
     axes[-1].set_xlabel("simulated time (s)")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=3,
+        fontsize="small",
+        frameon=False,
+        bbox_to_anchor=(0.5, 1 - 0.45 / fig.get_figheight()),
+    )
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.75 / fig.get_figheight()))
     return fig
 
 
