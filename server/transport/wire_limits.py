@@ -16,9 +16,13 @@ those sockets is cheap to open, so a few thousand of them leave every other clie
   `body_min_rate_bytes_per_s` bytes received (Apache's mod_reqtimeout rule: a slow but
   steady upload goes on, a trickle does not); late, the answer is 408 and the connection
   closes.
+- after an early answer (a 413 before the body is read), the rest of the body is the
+  parser's to read and drop, within the header timeout, and the next head is counted
+  from its declared end: a proxy in front sends the whole body all the same, and the
+  connection must survive it.
 
 Nearly every request arrives in one read, headers and body together: it starts no timer
-of its own and pays two comparisons here.
+of its own and pays a few comparisons here.
 """
 
 from __future__ import annotations
