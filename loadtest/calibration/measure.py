@@ -16,8 +16,11 @@ processes (real uvicorn, real HAProxy, real Redis for the store) this measures:
   HAProxy, loopback), from one client's round latencies through the balancer with no
   queueing, minus the CPU per round: its mean and coefficient of variation.
 
-And, for `labsim plan`'s memory limit, `replica.base_memory_bytes`: the resident memory of
-a replica that has served calls and holds none (its RSS during the idle stretch).
+And, for `labsim plan`: `round_cpu`, a round's service time over the mix (its CPU read
+round by round from the scheduler's counts, one call at a time: mean, spread and the kind
+that fits, `loadtest/calibration/round_fit.py`), and `replica.base_memory_bytes` (by
+architecture in `base_memory_bytes_by_architecture`): the resident memory of a replica
+that has served a hundred calls and holds none, its CPU workers' included.
 """
 
 from __future__ import annotations
@@ -35,19 +38,33 @@ import httpx
 import orjson
 
 from loadtest.bench.microbench import seal_open_microbench
-from loadtest.config import LoadTestConfig
+from loadtest.calibration.round_fit import RoundFit, from_samples
+from loadtest.calibration.tool_timing import Pacer, Timings, call_tool
+from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.held_memory import measure_held_calls, rss_bytes
-from loadtest.probes.replica_cpu import CpuMeter, CpuStretch, fit_cpu_per_round
+from loadtest.probes.replica_cpu import (
+    CpuMeter,
+    CpuStretch,
+    children,
+    fit_cpu_per_round,
+    process_cpu,
+)
 from loadtest.users.flows import run_mrtr_flow
 from loadtest.users.http_interface import HttpReply, Post
 from loadtest.users.simulated_user import ThinkTime, tool_arguments
 
 COMMAND = "python -m loadtest measure --json labsim/measured.json"
-#: Re-measures what a held call costs in an existing file, keeping every other value.
-HELD_COMMAND = "python -m loadtest measure --only held --json labsim/measured.json"
 #: Client threads in the busy stretch (the light stretch has one, so nothing queues).
 BUSY_THREADS = 4
+#: Rounds timed one by one for the spread of a round's CPU, and how fast they are sent:
+#: paced, so that each round's CPU is read alone (a replica's rate limit per principal is
+#: 100 requests a second).
+ROUNDS_TIMED = 400
+PACED_PER_S = 50.0
+#: Calls through a replica before its idle memory is read, and how long it idles first.
+WARMUP_CALLS = 100
+IDLE_S = 2.0
 
 
 class RoundLog:
@@ -135,6 +152,8 @@ def measure_rounds(stretch_s: float, progress: Callable[[str], None]) -> dict[st
             meter.start()
             logs.append(drive(cluster, tools, threads, stretch_s))
             stretches.append(meter.stop(logs[-1].rounds))
+        progress(f"rounds: {ROUNDS_TIMED} rounds one at a time, each one's CPU read")
+        timed = time_rounds(cluster, tools, replica.pid)
     per_round_s, idle_cpu = fit_cpu_per_round(stretches)
     light, busy = logs
     # One client, so nothing queues: what a round takes beyond the replica's CPU.
@@ -143,6 +162,9 @@ def measure_rounds(stretch_s: float, progress: Callable[[str], None]) -> dict[st
     every = light.request_bytes + busy.request_bytes, light.response_bytes + busy.response_bytes
     return {
         "cpu_per_round_s": per_round_s,
+        "round": round_at_load(per_round_s, timed),
+        "round_alone_s": statistics.fmean(timed.cpu_s),
+        "rounds_timed": len(timed.cpu_s),
         "idle_cpu_per_s": idle_cpu,
         "base_memory_bytes": base_memory,
         "stretches": [vars(s) for s in stretches],
@@ -162,6 +184,57 @@ def measure_rounds(stretch_s: float, progress: Callable[[str], None]) -> dict[st
             "samples": len(delays),
         },
     }
+
+
+def round_at_load(cpu_per_round_s: float, timed: Timings) -> RoundFit:
+    """A round of the mix as labsim takes it: the mean CPU per round fitted across the
+    stretches under load, and the spread and kind of the rounds timed one at a time.
+
+    A round alone costs more (0.58 ms against 0.19 ms on 2026-12-06: a replica woken for
+    each request, its caches cold), so the mean is taken under load, as the plan's fleets
+    run, and only the shape from the rounds alone."""
+    alone = from_samples(timed.cpu_s)
+    return RoundFit(
+        cpu_per_round_s, alone.cv, alone.kind, "fit under load, spread alone", alone.samples
+    )
+
+
+def time_rounds(cluster: Cluster, tools: dict[str, float], pid: int) -> Timings:
+    """Calls of the mix one at a time, paced, each round's CPU on the replica read from
+    the scheduler's counts (`loadtest.calibration.tool_timing`)."""
+    rng = random.Random(0)
+    names, weights = list(tools), list(tools.values())
+    calls: list[tuple[str, dict[str, Any]]] = []
+    while len(calls) < ROUNDS_TIMED // 2:
+        tool = rng.choices(names, weights)[0]
+        calls.append((tool, tool_arguments(tool, rng, 0)))
+    token = cluster.user_headers()["Authorization"].removeprefix("Bearer ")
+    return call_tool(cluster.url, "mrtr", calls, token, Pacer(PACED_PER_S), process_cpu(pid))
+
+
+def measure_base_memory(progress: Callable[[str], None]) -> dict[str, int]:
+    """The resident memory of a warmed-up idle replica of each architecture (with its CPU
+    workers, if any started): a replica alone, a hundred calls of the mix through it in
+    its protocol era, then idle for `IDLE_S`."""
+    found = {}
+    for arch in ARCHITECTURES:
+        progress(f"base memory: one {arch} replica, warmed up, then idle")
+        config = LoadTestConfig(arch=arch, replicas=1)
+        with Cluster(config, extra_server_args=["--rate-per-principal", "1e9"]) as cluster:
+            (replica,) = cluster.replicas.values()
+            assert replica.pid is not None
+            rng = random.Random(0)
+            names, weights = list(config.tool_mix), list(config.tool_mix.values())
+            calls = []
+            for _ in range(WARMUP_CALLS):
+                tool = rng.choices(names, weights)[0]
+                calls.append((tool, tool_arguments(tool, rng, 0)))
+            era = "mrtr" if arch == "mrtr" else "legacy"
+            token = cluster.user_headers()["Authorization"].removeprefix("Bearer ")
+            call_tool(cluster.url, era, calls, token, Pacer(0.0))
+            time.sleep(IDLE_S)
+            found[arch] = sum(rss_bytes(pid) for pid in [replica.pid, *children(replica.pid)])
+    return found
 
 
 def measure_held(arch: str, calls: int, progress: Callable[[str], None]) -> dict[str, float]:
@@ -185,11 +258,12 @@ def run_measure(
     """Measure everything the simulation takes from the live server; the parameter file."""
     held = {arch: measure_held(arch, held_calls, progress) for arch in ("sticky", "sse-store")}
     rounds = measure_rounds(stretch_s, progress)
+    by_architecture = measure_base_memory(progress)
     progress("requestState: seal and open of 1 KB, in process")
     state = seal_open_microbench(1024)
     return {
         "command": COMMAND,
-        "measured_at": _now(),
+        "measured_at": now(),
         "values": {
             "held_call_bytes": round(held["sticky"]["rss_bytes_per_call"]),
             "request_overhead_s": _figure(rounds["cpu_per_round_s"]),
@@ -200,37 +274,23 @@ def run_measure(
             "network_rtt_s": _figure(rounds["network_delay_s"]["mean"]),
             "network_rtt_cv": _figure(rounds["network_delay_s"]["cv"]),
         },
-        "replica": {"base_memory_bytes": rounds["base_memory_bytes"]},
-        "details": {"held_calls": held, "rounds": rounds, "request_state": state},
+        "round_cpu": rounds["round"].as_round_cpu(),
+        "replica": {
+            "base_memory_bytes": by_architecture["mrtr"],
+            "base_memory_bytes_by_architecture": by_architecture,
+        },
+        "details": {
+            "held_calls": held,
+            "rounds": {**rounds, "round": vars(rounds["round"])},
+            "request_state": state,
+            "round_cpu_source": "the replica's CPU, round by round over the mix (schedstat), "
+            "one call at a time",
+        },
     }
 
 
-def remeasure_held(
-    document: dict[str, Any],
-    *,
-    held_calls: int = 200,
-    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
-) -> dict[str, Any]:
-    """`document` (a parameter file) with the memory of a held call measured again.
-
-    For a change to the server that moves only what a held legacy call keeps alive: the
-    CPU figures of the file stay as they were measured (CPU time on a shared machine moves
-    with its neighbours; memory does not). The file keeps its `command` and `measured_at`
-    for the rest, and lists this measurement under `remeasured`.
-    """
-    held = {arch: measure_held(arch, held_calls, progress) for arch in ("sticky", "sse-store")}
-    updated = dict(document)
-    updated["values"] = {
-        **document["values"],
-        "held_call_bytes": round(held["sticky"]["rss_bytes_per_call"]),
-    }
-    updated["details"] = {**document.get("details", {}), "held_calls": held}
-    entry = {"command": HELD_COMMAND, "measured_at": _now(), "values": ["held_call_bytes"]}
-    updated["remeasured"] = [*document.get("remeasured", []), entry]
-    return updated
-
-
-def _now() -> str:
+def now() -> str:
+    """This moment in UTC, as the parameter file writes it."""
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
+from loadtest.calibration.remeasure import PARTS
 from loadtest.cli.options import add_json_option, command_options, run_settings, write_json
-from loadtest.config import LoadTestConfig
+from loadtest.config import LoadTestConfig, LoadTestError
 from server.flags import add_flags
 
 
@@ -71,9 +74,59 @@ def _add_calibrate(commands: Any) -> None:
 
 def _add_measure(commands: Any) -> None:
     measure = commands.add_parser(
-        "measure", help="measure the simulation's inputs on live replicas"
+        "measure",
+        help="measure the simulation's inputs on live replicas, or one tool of any MCP server",
+        description="Without --target: the lab's own replicas (every architecture), as "
+        "labsim/measured.json holds them. With --target URL --tool NAME: one tool of any MCP "
+        "server, in each protocol era it speaks: the service time of a round (mean, spread, "
+        "the kind that fits), bytes per round and, where its memory can be seen (--pid, or "
+        "its /metrics), its idle memory and what a held legacy call adds. The output is a "
+        "parameter file for labsim plan --params.",
     )
     options = command_options(measure)
+    options.add_argument(
+        "--target",
+        metavar="URL",
+        default=None,
+        help="the MCP endpoint of the server to measure (e.g. http://127.0.0.1:8000/mcp) "
+        "instead of the lab's own replicas",
+    )
+    options.add_argument(
+        "--tool", default=None, help="with --target: the tool to measure (required)"
+    )
+    options.add_argument(
+        "--arguments",
+        metavar="JSON",
+        default="{}",
+        help="with --target: the tool's arguments, a JSON object (default: %(default)s)",
+    )
+    options.add_argument(
+        "--token",
+        action="append",
+        default=None,
+        help="with --target: a bearer token for the server; repeatable: the held calls go "
+        "round them, for a server that caps what one principal holds (default: anonymous)",
+    )
+    options.add_argument(
+        "--pid",
+        type=int,
+        default=None,
+        help="with --target: the server's process on this machine, whose CPU and memory "
+        "are then read from /proc (default: none; memory from its /metrics if it has them)",
+    )
+    options.add_argument(
+        "--calls",
+        type=int,
+        default=200,
+        help="with --target: calls of the tool timed in each era (default: %(default)s)",
+    )
+    options.add_argument(
+        "--requests-per-s",
+        type=float,
+        default=50.0,
+        help="with --target: most requests a second sent (under a per-principal rate "
+        "limit; one at a time either way) (default: %(default)s)",
+    )
     options.add_argument(
         "--held-calls",
         type=int,
@@ -90,9 +143,10 @@ def _add_measure(commands: Any) -> None:
     add_json_option(options, "write the parameter file here")
     options.add_argument(
         "--only",
-        choices=["held"],
+        choices=PARTS,
         default=None,
-        help="measure only the memory of a held call again, in the --json file, keeping the rest",
+        help="measure only this again, in the --json file, keeping the rest: the memory of a "
+        "held call (held), a round's service time (round), an idle replica's memory (memory)",
     )
     measure.set_defaults(run=run_measure)
 
@@ -117,18 +171,57 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from loadtest.calibration.measure import remeasure_held, run_measure
+    from loadtest.calibration.measure import run_measure
+    from loadtest.calibration.remeasure import remeasure
 
-    if args.only == "held":
+    if args.target:
+        return _measure_target(args)
+    if args.only:
         if not args.json:
-            raise SystemExit("measure --only held updates a parameter file: give it with --json")
+            raise SystemExit(
+                f"measure --only {args.only} updates a parameter file: give it with --json"
+            )
         try:
             existing = json.loads(Path(args.json).read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise SystemExit(f"cannot read the parameter file {args.json}: {error}") from None
-        document = remeasure_held(existing, held_calls=args.held_calls)
+        document = remeasure(
+            existing, args.only, held_calls=args.held_calls, stretch_s=args.stretch_s
+        )
     else:
         document = run_measure(held_calls=args.held_calls, stretch_s=args.stretch_s)
     write_json(document, args.json)
     print(json.dumps(document["values"], indent=2))
+    return 0
+
+
+def _measure_target(args: argparse.Namespace) -> int:
+    from loadtest.calibration.target import measure_target
+
+    if not args.tool:
+        raise LoadTestError("measure --target needs --tool NAME")
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as error:
+        raise LoadTestError(f"--arguments is not JSON: {error}") from None
+    if not isinstance(arguments, dict):
+        raise LoadTestError("--arguments must be a JSON object")
+    command = "python -m loadtest " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""
+    try:
+        document = measure_target(
+            args.target,
+            args.tool,
+            arguments,
+            tokens=tuple(args.token or [None]),
+            pid=args.pid,
+            calls=args.calls,
+            held_calls=args.held_calls,
+            requests_per_s=args.requests_per_s,
+            command=command,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except ValueError as error:
+        raise LoadTestError(str(error)) from None
+    write_json(document, args.json)
+    print(json.dumps({k: document[k] for k in ("values", "round_cpu")}, indent=2))
     return 0

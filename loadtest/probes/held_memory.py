@@ -13,8 +13,11 @@ is not charged to the measured calls.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -43,34 +46,76 @@ def waiting(base_url: str) -> dict[str, int]:
     return {"calls": health["waiting_calls"], "bytes": health["waiting_memory_bytes"]}
 
 
+@dataclass(frozen=True)
+class HeldTool:
+    """The call held: a tool of the server at `url` that asks before it answers, its
+    arguments (None: the lab's `get_weather` of a city of its own per call), and the
+    bearer tokens it is called with, in turn (none: anonymously), so that a server that
+    caps the calls one principal holds can be given more than the cap."""
+
+    url: str | None = None
+    name: str = "get_weather"
+    arguments: dict[str, Any] | None = None
+    tokens: tuple[str | None, ...] = (None,)
+
+    def params(self, i: int) -> dict[str, Any]:
+        arguments = self.arguments if self.arguments is not None else {"location": f"c{i}"}
+        return {"name": self.name, "arguments": arguments}
+
+
 def measure_held_calls(
-    base_url: str, pid: int, calls: int = 200, *, counted: bool = True
+    base_url: str,
+    pid: int | None,
+    calls: int = 200,
+    *,
+    counted: bool = True,
+    tool: HeldTool | None = None,
+    rss: Callable[[], int] | None = None,
 ) -> dict[str, float]:
-    """Hold `calls` get_weather calls on one replica; its memory per held call, two ways.
+    """Hold `calls` calls of `tool` (the lab's get_weather) on one replica; its memory per
+    held call, two ways, and the replica's memory before (warmed up, holding none).
 
     `counted=False` is for a server other than the lab's (no `/healthz` counts): a call
-    counts as held once its question arrived, and only resident memory is measured.
+    counts as held once its question arrived, and only resident memory is measured, by
+    `rss` (the process `pid`'s by default).
     """
-    return asyncio.run(_hold_and_measure(base_url, pid, calls, counted))
+    tool = tool or HeldTool()
+    if rss is None:
+        if pid is None:
+            raise ValueError("a held call's memory needs the process (pid) or a reader of it")
+        rss = functools.partial(rss_bytes, pid)
+    return asyncio.run(_hold_and_measure(base_url, tool, rss, calls, counted))
 
 
-async def _hold_and_measure(base_url: str, pid: int, calls: int, counted: bool) -> dict:
-    url = f"{base_url}/mcp"
+async def _hold_and_measure(
+    base_url: str, tool: HeldTool, rss: Callable[[], int], calls: int, counted: bool
+) -> dict:
+    url = tool.url or f"{base_url}/mcp"
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     async with httpx.AsyncClient(timeout=30, limits=limits) as http:
-        client = AsyncLegacyClient(
-            url, http=http, handlers=Handlers(elicit=lambda p: accept(name="octocat"))
-        )
-        await client.initialize()
+        clients = [
+            AsyncLegacyClient(
+                url,
+                http=http,
+                handlers=Handlers(elicit=lambda p: accept(name="octocat")),
+                token=token,
+            )
+            for token in tool.tokens or (None,)
+        ]
+        for client in clients:
+            await client.initialize()
         asked: list[int] = []
 
         async def hold(i: int) -> None:
             """Open a call and keep its stream open, unanswered, until cancelled."""
-            exchange = client.exchange(
-                "tools/call", {"name": "get_weather", "arguments": {"location": f"c{i}"}}
-            )
+            exchange = clients[i % len(clients)].exchange("tools/call", tool.params(i))
             headers, body = exchange.next_request()
             async with http.stream("POST", url, json=body, headers=headers) as response:
+                if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                    await response.aread()
+                    raise RuntimeError(
+                        f"a call was not held: HTTP {response.status_code} {response.text[:200]}"
+                    )
                 async for line in response.aiter_lines():
                     if exchange.feed_line(line) is not None:
                         asked.append(i)
@@ -96,16 +141,17 @@ async def _hold_and_measure(base_url: str, pid: int, calls: int, counted: bool) 
         try:
             await open_calls(held, WARMUP_CALLS)
             await release(held)
-            before = rss_bytes(pid)
+            before = rss()
             await open_calls(held, calls)
             if counted:
                 await until_held(lambda: waiting(base_url)["calls"] == calls, held)
-            grown = rss_bytes(pid) - before
+            grown = rss() - before
             estimate = waiting(base_url)["bytes"] if counted else float("nan")
         finally:
             await release(held)
     return {
         "calls": calls,
+        "base_rss_bytes": before,
         "rss_bytes_per_call": grown / calls,
         "object_graph_bytes_per_call": estimate / calls,
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,16 +29,51 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_queue_wait_seconds(pid: int) -> float:
-    """Seconds the threads of a process have waited for a CPU while runnable (schedstat)."""
+def _schedstat_seconds(pid: int, field: int) -> float:
+    """One field of the scheduler's counts (0: run on a CPU, 1: waited for one), summed
+    over the threads of a process, in seconds."""
     total_ns = 0
     for task in os.listdir(f"/proc/{pid}/task"):
         try:
             with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
-                total_ns += int(stat.read().split()[1])
+                total_ns += int(stat.read().split()[field])
         except (FileNotFoundError, IndexError, ValueError):
             continue  # a thread that ended, or a kernel without schedstats
     return total_ns / 1e9
+
+
+def run_seconds(pid: int) -> float:
+    """Seconds the threads of a process have run on a CPU, to the nanosecond (schedstat;
+    /proc/<pid>/stat counts in ticks of 10 ms)."""
+    return _schedstat_seconds(pid, 0)
+
+
+def run_queue_wait_seconds(pid: int) -> float:
+    """Seconds the threads of a process have waited for a CPU while runnable (schedstat)."""
+    return _schedstat_seconds(pid, 1)
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a replica's CPU workers)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid:
+            found.append(int(entry))
+    return found
+
+
+def process_cpu(pid: int) -> Callable[[], float]:
+    """A reader of the CPU seconds process `pid` and the children it has now (its CPU
+    workers) have run, to the nanosecond (schedstat)."""
+    pids = [pid, *children(pid)]
+    return lambda: sum(run_seconds(p) for p in pids if os.path.exists(f"/proc/{p}"))
 
 
 @dataclass

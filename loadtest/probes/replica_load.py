@@ -25,26 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from loadtest.probes.held_memory import rss_bytes
-from loadtest.probes.replica_cpu import cpu_seconds, run_queue_wait_seconds
+from loadtest.probes.replica_cpu import children, cpu_seconds, run_queue_wait_seconds
 
 #: TCP states that hold one of the replica's connections: ESTABLISHED and CLOSE_WAIT.
 _HELD_STATES = {"01", "08"}
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (a replica's CPU workers)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == pid:
-            found.append(int(entry))
-    return found
 
 
 def open_connections(ports: set[int]) -> dict[int, int]:

@@ -61,6 +61,17 @@ def check_format(document: dict) -> None:
     assert 10e6 < document["replica"]["base_memory_bytes"] < 1e9
 
 
+def check_plan_inputs(document: dict) -> None:
+    """What `labsim plan` takes from the file: each architecture's idle replica, and a
+    round of the lab's own tools (well under a millisecond of a replica's CPU)."""
+    by_architecture = document["replica"]["base_memory_bytes_by_architecture"]
+    assert set(by_architecture) == {"mrtr", "sticky", "sse-store"}
+    assert all(10e6 < value < 1e9 for value in by_architecture.values())
+    round_cpu = document["round_cpu"]
+    assert 20e-6 < round_cpu["mean_s"] < 2e-3 and round_cpu["cv"] >= 0
+    assert round_cpu["kind"] in ("deterministic", "exponential", "lognormal")
+
+
 def test_the_committed_parameter_file_is_a_measurement_in_the_agreed_format() -> None:
     document = json.loads(MEASURED.read_text())
     check_format(document)
@@ -79,12 +90,14 @@ def test_a_short_live_measurement_writes_the_parameter_file(tmp_path: Path) -> N
     assert "held calls" in run.stderr and "rounds" in run.stderr  # progress on stderr
     document = json.loads(out.read_text())
     check_format(document)
+    check_plan_inputs(document)
     details = document["details"]
     for arch in ("sticky", "sse-store"):
         assert details["held_calls"][arch]["calls"] == 20
         assert details["held_calls"][arch]["object_graph_bytes_per_call"] > 1000
     rounds = details["rounds"]
     assert rounds["failed_calls"] == 0
+    assert rounds["rounds_timed"] >= 300
     idle, light, busy = rounds["stretches"]
     assert idle["rounds"] == 0 and light["rounds"] > 0 and busy["rounds"] > 0
     # A round's body carries at least a JSON-RPC envelope and a tool name.
@@ -93,6 +106,7 @@ def test_a_short_live_measurement_writes_the_parameter_file(tmp_path: Path) -> N
 
 def test_remeasuring_held_calls_keeps_every_other_value(monkeypatch: pytest.MonkeyPatch) -> None:
     from loadtest.calibration import measure
+    from loadtest.calibration.remeasure import remeasure
 
     def held(arch: str, calls: int, progress: object) -> dict[str, float]:
         per_call = {"sticky": 12_345.4, "sse-store": 13_000.0}[arch]
@@ -100,8 +114,8 @@ def test_remeasuring_held_calls_keeps_every_other_value(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(measure, "measure_held", held)
     shipped = json.loads(MEASURED.read_text())
-    again = measure.remeasure_held(shipped, held_calls=50)
-    twice = measure.remeasure_held(again, held_calls=50)
+    again = remeasure(shipped, "held", held_calls=50)
+    twice = remeasure(again, "held", held_calls=50)
     assert again["values"]["held_call_bytes"] == 12_345
     others = {k: v for k, v in shipped["values"].items() if k != "held_call_bytes"}
     assert {k: again["values"][k] for k in others} == others
@@ -110,7 +124,8 @@ def test_remeasuring_held_calls_keeps_every_other_value(monkeypatch: pytest.Monk
     assert (again["command"], again["measured_at"]) == (shipped["command"], shipped["measured_at"])
     entry = twice["remeasured"][-1]
     assert len(twice["remeasured"]) == len(shipped.get("remeasured", [])) + 2
-    assert entry["command"] == measure.HELD_COMMAND and entry["values"] == ["held_call_bytes"]
+    assert entry["command"] == "python -m loadtest measure --only held --json labsim/measured.json"
+    assert entry["values"] == ["held_call_bytes"]
     check_format(again)
     assert shipped["values"]["held_call_bytes"] != 12_345  # the file itself is left alone
 
@@ -121,3 +136,20 @@ def test_remeasuring_needs_a_parameter_file(tmp_path: Path) -> None:
         run = subprocess.run([*command, *extra], capture_output=True, text=True, timeout=60)
         assert run.returncode != 0
         assert "parameter file" in run.stderr
+
+
+def test_remeasuring_idle_memory_keeps_every_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadtest.calibration import measure
+    from loadtest.calibration.remeasure import remeasure
+
+    idle = {"mrtr": 61_000_000, "sticky": 62_000_000, "sse-store": 70_000_000}
+    monkeypatch.setattr(measure, "measure_base_memory", lambda progress: dict(idle))
+    shipped = json.loads(MEASURED.read_text())
+    again = remeasure(shipped, "memory")
+    assert again["replica"] == {
+        "base_memory_bytes": idle["mrtr"],
+        **{"base_memory_bytes_by_architecture": idle},
+    }
+    assert again["values"] == shipped["values"]
+    assert again["remeasured"][-1]["values"] == ["replica"]
+    check_plan_inputs({**again, "round_cpu": {"mean_s": 2e-4, "cv": 0.3, "kind": "lognormal"}})

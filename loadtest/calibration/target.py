@@ -1,0 +1,233 @@
+"""One tool of any MCP server measured for the simulation:
+`python -m loadtest measure --target URL --tool NAME --arguments JSON`.
+
+For each protocol era the server speaks (2026-07-28 MRTR, 2025-11-25 legacy SSE), one
+client calls the tool again and again, one call at a time, answering every question at
+once (each form field filled from its schema, `loadtest.users.simulated_user.answer_for`),
+and times each round: an MRTR round is one POST; a legacy round runs from the POST that
+starts the call, or carries an answer, to the next message on the call's stream. Between
+the calls' stretches it times the cheapest request the era has (`server/discover`,
+`ping`): the time on the wire and in the client.
+
+What it can tell, it writes as a parameter file (`labsim/measured.json`'s format):
+
+- `round_cpu`: the service time of a round, its spread and the kind that fits
+  (`loadtest.calibration.round_fit`). With the server's process in sight (`--pid`, on this
+  machine) its mean is the process's CPU per round (its background, measured idle, left
+  out); otherwise it is a round's latency beyond the floor request's. Its spread is the
+  rounds' latency spread beyond the floor's.
+- `values`: bytes per round (request and response bodies), the floor request's latency
+  as the time outside the replica per request, and, when memory can be seen (`--pid`, or
+  `process_resident_memory_bytes` on the server's `/metrics`) and the legacy era asks a
+  question, the memory one held call adds.
+- `replica.base_memory_bytes`: the server's resident memory, warmed up and idle, where it
+  can be seen.
+
+Whatever it cannot see it leaves out; labsim keeps its own value and says so.
+"""
+
+from __future__ import annotations
+
+import datetime
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from loadtest.calibration.round_fit import RoundFit, from_outside, from_samples
+from loadtest.calibration.tool_timing import Pacer, call_tool, speaks, time_floor
+from loadtest.probes.held_memory import HeldTool, measure_held_calls, rss_bytes
+from loadtest.probes.replica_cpu import children, process_cpu
+from server.client import McpError
+
+ERAS = ("mrtr", "legacy")
+#: The fewest held calls whose memory growth is read as one call's: fewer fit in memory
+#: the warm-up's calls left free (25 calls of the lab's grew it by 1 KiB each, 200 by 25).
+MIN_HELD_CALLS = 50
+
+Progress = Callable[[str], None]
+
+
+class Memory:
+    """The server's resident memory, where this machine can see it: its process and its
+    children (`pid`), or its `/metrics` (`process_resident_memory_bytes`)."""
+
+    def __init__(self, url: str, pid: int | None, token: str | None) -> None:
+        self.pid = pid
+        self.metrics_url = url.rsplit("/", 1)[0] + "/metrics"
+        self.token = token
+
+    def read(self) -> int | None:
+        if self.pid is not None:
+            return sum(rss_bytes(p) for p in [self.pid, *children(self.pid)])
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            text = httpx.get(self.metrics_url, headers=headers, timeout=5).text
+        except httpx.HTTPError:
+            return None
+        for line in text.splitlines():
+            if line.startswith("process_resident_memory_bytes"):
+                return int(float(line.split()[-1]))
+        return None
+
+
+def measure_era(
+    url: str,
+    era: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    token: str | None,
+    pid: int | None,
+    calls: int,
+    requests_per_s: float,
+    progress: Progress,
+) -> dict[str, Any]:
+    """One era: its floor, the tool's rounds (and each round's CPU, with `pid`), the fit."""
+    progress(f"{era}: warm-up, then {calls} calls of {tool} one at a time")
+    pacer = Pacer(requests_per_s)
+    call_tool(url, era, [(tool, arguments)] * max(5, calls // 10), token, pacer)
+    floor = time_floor(url, era, token, calls, pacer)
+    cpu = process_cpu(pid) if pid is not None else None
+    timings = call_tool(url, era, [(tool, arguments)] * calls, token, pacer, cpu)
+    if not timings.rounds_s or timings.failed == timings.calls:
+        raise ValueError(
+            f"{era}: no call of {tool} completed: {', '.join(sorted(set(timings.errors))[:3])}"
+        )
+    timings.floor_s = floor
+    if timings.cpu_s:
+        fit = from_samples(timings.cpu_s)
+        source = "the process's CPU, round by round (schedstat)"
+    else:
+        fit = from_outside(timings.rounds_s, floor)
+        source = "a round's latency beyond the floor request's (from outside)"
+    return {
+        "round": fit,
+        "round_cpu_source": source,
+        "calls": timings.calls,
+        "failed": timings.failed,
+        "errors": sorted(set(timings.errors))[:5],
+        "rounds": len(timings.rounds_s),
+        "rounds_per_call": len(timings.rounds_s) / max(timings.calls, 1),
+        "round_latency_ms": _spread_ms(timings.rounds_s),
+        "floor_latency_ms": _spread_ms(floor),
+        "request_bytes": statistics.fmean(timings.request_bytes),
+        "response_bytes": statistics.fmean(timings.response_bytes),
+    }
+
+
+def _spread_ms(values_s: list[float]) -> dict[str, float]:
+    ordered = sorted(values_s)
+    return {
+        "mean": statistics.fmean(ordered) * 1e3,
+        "p50": ordered[len(ordered) // 2] * 1e3,
+        "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))] * 1e3,
+        "std": statistics.pstdev(ordered) * 1e3,
+    }
+
+
+def measure_target(
+    url: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    tokens: tuple[str | None, ...] = (None,),
+    pid: int | None = None,
+    calls: int = 200,
+    held_calls: int = 100,
+    requests_per_s: float = 50.0,
+    command: str = "",
+    progress: Progress = print,
+) -> dict[str, Any]:
+    """Measure `tool` of the MCP server at `url` (as the first of `tokens`' principal;
+    held calls go round them all); the parameter file."""
+    token = tokens[0] if tokens else None
+    eras = [era for era in ERAS if speaks(url, era, token)]
+    if not eras:
+        raise ValueError(
+            f"{url} answers neither 2026-07-28 (server/discover) nor 2025-11-25 (ping)"
+        )
+    measured = {
+        era: measure_era(
+            url,
+            era,
+            tool,
+            arguments,
+            token=token,
+            pid=pid,
+            calls=calls,
+            requests_per_s=requests_per_s,
+            progress=progress,
+        )
+        for era in eras
+    }
+    main = measured[eras[0]]
+    fit: RoundFit = main["round"]
+    floor = main["floor_latency_ms"]
+    values: dict[str, Any] = {
+        "request_bytes": round(main["request_bytes"]),
+        "response_bytes": round(main["response_bytes"]),
+        "network_rtt_s": float(f"{floor['mean'] / 1e3:.3g}"),
+        "network_rtt_cv": round(floor["std"] / floor["mean"], 3) if floor["mean"] else 0.0,
+    }
+    memory = Memory(url, pid, token)
+    document: dict[str, Any] = {
+        "command": command,
+        "measured_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "target": url,
+        "values": values,
+        "round_cpu": fit.as_round_cpu(),
+        "details": {
+            "tool": tool,
+            "arguments": arguments,
+            "eras": {era: _plain(found) for era, found in measured.items()},
+            "round_cpu_era": eras[0],
+            "round_cpu_source": main["round_cpu_source"],
+        },
+    }
+    base = memory.read()
+    if base is not None:
+        document["replica"] = {"base_memory_bytes": base}
+    if "legacy" in eras and base is not None and measured["legacy"]["rounds_per_call"] > 1:
+        held = hold_calls(url, tool, arguments, tokens, pid, memory, held_calls, progress)
+        document["details"]["held_calls"] = held
+        if "rss_bytes_per_call" in held:
+            values["held_call_bytes"] = round(held["rss_bytes_per_call"])
+    return document
+
+
+def hold_calls(
+    url: str,
+    tool: str,
+    arguments: dict[str, Any],
+    tokens: tuple[str | None, ...],
+    pid: int | None,
+    memory: Memory,
+    calls: int,
+    progress: Progress,
+) -> dict[str, Any]:
+    """The memory one held legacy call of `tool` adds: `calls` held unanswered at once, or,
+    where the server refuses that many from one caller (a cap per principal), half as
+    many, down to `MIN_HELD_CALLS`; what went wrong, when nothing could be held."""
+    failures = []
+    while calls >= MIN_HELD_CALLS:
+        progress(f"legacy: {calls} calls of {tool} held unanswered, memory read")
+        try:
+            return measure_held_calls(
+                url,
+                pid,
+                calls,
+                counted=False,
+                tool=HeldTool(url=url, name=tool, arguments=arguments, tokens=tokens),
+                rss=lambda: memory.read() or 0,
+            )
+        except (RuntimeError, TimeoutError, httpx.HTTPError, McpError) as error:
+            failures.append(f"{calls} calls: {type(error).__name__}: {error}")
+            calls //= 2
+    return {"not_measured": failures}
+
+
+def _plain(found: dict[str, Any]) -> dict[str, Any]:
+    fit: RoundFit = found["round"]
+    return {**found, "round": {**fit.as_round_cpu(), "method": fit.method, "cv_raw": fit.cv}}
