@@ -13,11 +13,21 @@ NODE_VERSION := 22.23.5
 # (keep in step with loadtest/bench/peers/typescript.py).
 TS_SDK_VERSION := 2.4.0
 TS_NODE_ADAPTER_VERSION := 2.1.2
+# The book's diagrams (mermaid, drawn at build time) and its widgets' renderer: only their
+# built files, unpacked from the npm registry into $(BOOK_TOOLS).
+BOOK_TOOLS := $(TOOLS)/book
+MERMAID_VERSION := 11.17.2
+WIDGETS_HTML_MANAGER_VERSION := 1.0.15
+# A student's install (`pip install '.[notebooks]'`, nothing else) for the browser test
+# that runs every notebook without HAProxy, Redis or Node.
+LIGHT_VENV := $(TOOLS)/light-venv
 
-.PHONY: setup lab test lint format conformance report swarm clean
+.PHONY: setup lab test lint format conformance report book swarm clean
 
 setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) \
-  $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION) system-packages
+  $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION) \
+  $(BOOK_TOOLS)/.installed-$(MERMAID_VERSION)-$(WIDGETS_HTML_MANAGER_VERSION) \
+  $(LIGHT_VENV)/.installed system-packages
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +55,28 @@ $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION): | syst
 	else \
 	  echo "npm is missing: the bench will run without the TypeScript SDK peer."; \
 	fi
+
+$(BOOK_TOOLS)/.installed-$(MERMAID_VERSION)-$(WIDGETS_HTML_MANAGER_VERSION): | system-packages
+	@if command -v npm >/dev/null 2>&1; then \
+	  rm -rf $(BOOK_TOOLS) && mkdir -p $(BOOK_TOOLS)/mermaid $(BOOK_TOOLS)/html-manager && \
+	  cd $(BOOK_TOOLS) && \
+	  npm pack --silent mermaid@$(MERMAID_VERSION) \
+	    @jupyter-widgets/html-manager@$(WIDGETS_HTML_MANAGER_VERSION) >/dev/null && \
+	  tar -xzf mermaid-$(MERMAID_VERSION).tgz -C mermaid --strip-components=1 && \
+	  tar -xzf jupyter-widgets-html-manager-$(WIDGETS_HTML_MANAGER_VERSION).tgz \
+	    -C html-manager --strip-components=1 && \
+	  rm -f ./*.tgz && touch $(CURDIR)/$@; \
+	else \
+	  echo "npm is missing: make book cannot draw the diagrams (install npm, then run make setup)."; \
+	fi
+
+# Editable, so the test runs the working tree's code on the light install's packages.
+$(LIGHT_VENV)/.installed: pyproject.toml
+	rm -rf $(LIGHT_VENV)
+	$(PYTHON) -m venv $(LIGHT_VENV)
+	$(LIGHT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LIGHT_VENV)/bin/python -m pip install --quiet -e '.[notebooks]'
+	touch $@
 
 system-packages:
 	@.ci/system-packages
@@ -81,6 +113,12 @@ conformance: setup
 # people who only want to read.
 report: setup
 	$(BIN)/python notebooks/execution.py --out build notebooks/[0-9][0-9]_*.ipynb
+
+# The notebooks and the docs as one static site that reads without a network: each
+# notebook executed once (QUICK=1), then the student edition (no answers) and the
+# teacher's (answers behind a button) in build/book/student and build/book/teacher.
+book: setup
+	$(BIN)/python -m book --out build/book
 
 # Three MRTR replicas behind HAProxy, 10 users on one Locust worker, and Locust's web UI
 # on the lab's tab (replicas, fault buttons) at the URL printed; Ctrl-C stops all.

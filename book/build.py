@@ -1,0 +1,197 @@
+"""`make book`: the notebooks and the docs as one static site, in two editions.
+
+    python -m book [--out build/book] [notebooks/NN_name.ipynb ...]
+
+Each notebook is executed once, in quick mode (QUICK=1), with its widgets' state saved; the
+diagrams of every page are drawn once; then the student edition (`OUT/student/`) and the
+teacher's (`OUT/teacher/`) are written from the same results and built by Sphinx side by
+side. The build fails if a notebook fails, if a page would load anything from another host,
+or if the student edition shows any answer's text. The seconds each step took are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from book.diagrams import MermaidRenderer, has_diagram, mermaid_renderer
+from book.editions import Edition, readable, solution_texts
+from book.pages import remote_loads, visible_text
+from book.sources import README, BookContent, docs_pages, page_text, write_sources
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = ROOT / "notebooks"
+sys.path.insert(0, str(NOTEBOOKS_DIR))
+from answers import SHOW  # noqa: E402  (the notebooks' own module: the button's label)
+from execution import SlicedPollClient  # noqa: E402  (the notebooks' own runner)
+
+#: A bound on one cell in quick mode: its slowest cell takes seconds.
+CELL_TIMEOUT_S = 300
+
+
+class BookError(RuntimeError):
+    """The book could not be built, or what was built breaks one of its promises."""
+
+
+@dataclass
+class Stopwatch:
+    """The seconds each step of the build took, printed as it goes."""
+
+    steps: dict[str, float]
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        print(f"book: {name} ...", flush=True)
+        yield
+        self.steps[name] = time.monotonic() - started
+        print(f"book: {name}: {self.steps[name]:.0f} s", flush=True)
+
+
+def execute(path: Path) -> nbformat.NotebookNode:
+    """A notebook run top to bottom in quick mode in a fresh kernel, widget state kept."""
+    notebook = nbformat.read(path, as_version=4)
+    client = SlicedPollClient(
+        notebook,
+        timeout=CELL_TIMEOUT_S,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    os.environ["QUICK"] = "1"
+    try:
+        client.execute()
+    except Exception as error:
+        raise BookError(f"{path.name} failed to run:\n{error}") from error
+    return notebook
+
+
+def draw_notebook(notebook: nbformat.NotebookNode, renderer: MermaidRenderer) -> None:
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown" and has_diagram(cell.source):
+            cell.source = renderer.markdown(cell.source)
+
+
+def prepare(notebooks: list[Path], watch: Stopwatch) -> BookContent:
+    """Everything both editions share: executed notebooks, pages, drawn diagrams."""
+    executed = {}
+    for path in notebooks:
+        with watch.step(f"run {path.name}"):
+            executed[path.name] = execute(path)
+    pages = [README, *docs_pages()]
+    with watch.step("draw the diagrams"), ExitStack() as stack:
+        texts = {page: page.read_text(encoding="utf-8") for page in pages}
+        cells = [c.source for nb in executed.values() for c in nb.cells]
+        renderer = None
+        if any(has_diagram(text) for text in [*texts.values(), *cells]):
+            renderer = stack.enter_context(mermaid_renderer())
+            for notebook in executed.values():
+                draw_notebook(notebook, renderer)
+        step = renderer.markdown if renderer else (lambda text: text)
+        drawn = {page: page_text(page, step) for page in pages}
+    return BookContent(
+        readme=drawn[README],
+        docs={page.name: drawn[page] for page in pages[1:]},
+        notebooks=executed,
+        answer_label=SHOW,
+    )
+
+
+def sphinx(content: BookContent, out_dir: Path, watch: Stopwatch) -> None:
+    """Write both editions' sources and build them with Sphinx, side by side."""
+    runs = {}
+    with watch.step("build both editions with Sphinx"):
+        for which in Edition:
+            source = out_dir / "src" / which.value
+            write_sources(which, content, source)
+            tags = ["-t", "teacher"] if which is Edition.TEACHER else []
+            command = [
+                sys.executable,
+                "-m",
+                "sphinx",
+                "-b",
+                "html",
+                "-q",
+                "-E",
+                *tags,
+                "-d",
+                str(out_dir / "doctrees" / which.value),
+                str(source),
+                str(out_dir / which.value),
+            ]
+            runs[which] = subprocess.Popen(command, cwd=ROOT)
+        failed = [which.value for which, run in runs.items() if run.wait() != 0]
+    if failed:
+        raise BookError(f"Sphinx failed to build the {' and '.join(failed)} edition")
+
+
+def check(content: BookContent, out_dir: Path) -> None:
+    """What the book promises: nothing loaded from another host, no answer in the
+    student edition (and every answer in the teacher's, or the search proves nothing)."""
+    loads = [load for which in Edition for load in remote_loads(out_dir / which.value)]
+    if loads:
+        listed = "\n".join(f"  {load.page}: <{load.element}> {load.address}" for load in loads)
+        raise BookError(f"pages load from other hosts:\n{listed}")
+    for name, notebook in content.notebooks.items():
+        page = f"notebooks/{Path(name).stem}.html"
+        texts = solution_texts(notebook)
+        for which, leaks in ((Edition.STUDENT, True), (Edition.TEACHER, False)):
+            html = (out_dir / which.value / page).read_text(encoding="utf-8")
+            shown = readable(visible_text(html))
+            found = [text for text in texts if (text in shown) == leaks]
+            if found:
+                what = "shows answers" if leaks else "misses answers"
+                raise BookError(f"the {which.value} edition of {page} {what}: {found[:3]}")
+
+
+def build(notebooks: list[Path], out_dir: Path) -> dict[str, float]:
+    """Build both editions into `out_dir`; the seconds each step took."""
+    watch = Stopwatch({})
+    started = time.monotonic()
+    content = prepare(notebooks, watch)
+    sphinx(content, out_dir, watch)
+    with watch.step("check the editions"):
+        check(content, out_dir)
+    watch.steps["total"] = time.monotonic() - started
+    print(
+        f"book: built in {watch.steps['total']:.0f} s: {out_dir / 'student'}/index.html and "
+        f"{out_dir / 'teacher'}/index.html",
+        flush=True,
+    )
+    return watch.steps
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m book",
+        description="Build the book (student and teacher's editions) from the notebooks "
+        "and the docs.",
+    )
+    parser.add_argument(
+        "notebooks",
+        nargs="*",
+        type=Path,
+        help="notebooks to put in the book (default: every notebooks/NN_name.ipynb)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "build" / "book", help="folder for both editions"
+    )
+    args = parser.parse_args(argv)
+    notebooks = args.notebooks or sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    missing = [str(p) for p in notebooks if p.suffix != ".ipynb" or not p.is_file()]
+    if missing:
+        parser.error(f"not a notebook file: {', '.join(missing)}")
+    try:
+        build([p.resolve() for p in notebooks], args.out.resolve())
+    except BookError as error:
+        print(f"book: {error}", file=sys.stderr)
+        return 1
+    return 0
