@@ -76,5 +76,9 @@ def run_verify_plan(args: argparse.Namespace) -> int:
     print_verification(document)
     if not document["judged"]:
         return NOT_JUDGED
-    held = all(entry["verdict_held"] for entry in document["architectures"].values())
+    held = all(
+        entry["verdict_held"]
+        for entry in document["architectures"].values()
+        if entry.get("planned", True)
+    )
     return HELD if held else NOT_HELD

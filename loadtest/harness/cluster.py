@@ -153,6 +153,8 @@ class Cluster:
                 health_check_interval_ms=self.config.health_check_interval_ms,
                 stream_timeout_s=self.idle_timeout_s,
                 health_check_timeout_ms=self.config.health_check_timeout_ms,
+                # The replicas' own limit refuses first: HAProxy queues only beyond it.
+                max_connections_per_server=max(512, self.config.max_connections or 0),
             )
             self.lb = HAProxy(text, self.workdir).start(self.api.socket_path, self.server_cpus)
             self.wait_all_up()

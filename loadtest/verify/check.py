@@ -69,17 +69,25 @@ def verify_plan(
         "architectures": {},
     }
     for arch in chosen:
-        if arch not in plan.answers:
+        answer = plan.answers.get(arch)
+        if answer is None:
             document["architectures"][arch] = _unjudged(None, f"the plan has no answer for {arch}")
-            continue
-        document["architectures"][arch] = check_architecture(
-            plan, plan.answers[arch], judged_s, warm_s, hosting, progress
-        )
+        elif answer.replicas is None:
+            # No fleet meets, says the plan, and why: nothing to check live.
+            document["architectures"][arch] = {
+                **_unjudged(None, f"not planned: {answer.reason}"),
+                "planned": False,
+            }
+        else:
+            document["architectures"][arch] = check_architecture(
+                plan, answer, judged_s, warm_s, hosting, progress
+            )
+    planned = {a: e for a, e in document["architectures"].items() if e.get("planned", True)}
     reasons = [
-        f"{arch}: {entry['reason']}"
-        for arch, entry in document["architectures"].items()
-        if not entry["judged"]
+        f"{arch}: {entry['reason']}" for arch, entry in planned.items() if not entry["judged"]
     ]
+    if not planned:
+        reasons.append("the plan names a fleet for none of the architectures checked")
     document["judged"] = not reasons
     if reasons:
         document["reason"] = "; ".join(reasons)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from labsim.model.tools import TOOLS
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.verify.plan_file import Answer, Plan
+from loadtest.verify.plan_file import Answer, Plan, RoundWork
 from server.flags import setting
 
 #: The lab's demo tool that plays a plan's tool of each number of rounds, when the
@@ -95,7 +95,8 @@ def rounds_of(tool: str) -> int:
 def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
     """The demo tools that play the plan's, with their shares, and what was mapped."""
     work = plan.workload
-    if work.tool_work.mean_ms < NO_TOOL_WORK_MS:
+    tool_work = live_tool_work(plan)
+    if tool_work.mean_ms < NO_TOOL_WORK_MS:
         return dict(work.tools), []
     tools: dict[str, float] = {}
     for tool, share in work.tools.items():
@@ -107,20 +108,38 @@ def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
             )
         tools[PLAYED_BY[rounds]] = tools.get(PLAYED_BY[rounds], 0.0) + share
     mapped = sorted({f"{tool} -> {PLAYED_BY[rounds_of(tool)]}" for tool in work.tools})
-    note = (
+    notes = [
         f"tools played by demo tools of as many rounds spending the plan's tool work "
-        f"({work.tool_work.mean_ms:.3g} ms a round beyond the request's "
+        f"({tool_work.mean_ms:.3g} ms a round beyond the request's "
         f"{work.overhead_ms:.3g} ms): {', '.join(mapped)}"
-    )
-    return tools, [note]
+    ]
+    if work.worker_speed != 1.0:
+        notes.append(
+            f"a worker of {work.worker_speed:g} vCPU played by a whole core working "
+            f"1/{work.worker_speed:g} as long on the tool's part"
+        )
+    return tools, notes
 
 
 def cpu_cores_needed(plan: Plan, rate_per_s: float) -> float:
-    """CPU cores the plan's rounds take at `rate_per_s` calls a second."""
+    """CPU cores the plan's rounds take here at `rate_per_s` calls a second (a worker
+    slower than a vCPU is played by a whole core working longer)."""
     work = plan.workload
     total = sum(work.tools.values()) or 1.0
     rounds = sum(share * rounds_of(tool) for tool, share in work.tools.items()) / total
-    return rate_per_s * rounds * work.round_work.mean_ms / 1e3
+    return rate_per_s * rounds * work.round_work.mean_ms / 1e3 / work.worker_speed
+
+
+def live_tool_work(plan: Plan) -> RoundWork:
+    """The tool work per round a demo tool spends live: the plan's, or, for a worker
+    slower than a vCPU (`worker_speed` < 1), as long as the whole round takes there, less
+    the request's own work, which the live replica does at full speed."""
+    work = plan.workload
+    if work.worker_speed == 1.0:
+        return work.tool_work
+    mean_ms = (work.tool_work.mean_ms + work.overhead_ms) / work.worker_speed - work.overhead_ms
+    std_ms = work.tool_work.cv * work.tool_work.mean_ms / work.worker_speed
+    return RoundWork(mean_ms, std_ms / mean_ms if mean_ms > 0 else 0.0, work.tool_work.kind)
 
 
 def open_calls(plan: Plan, rate_per_s: float) -> float:
@@ -184,6 +203,7 @@ def warmup_s(plan: Plan) -> float:
 def live_config(plan: Plan, case: LiveCase, replicas: int, duration_s: float) -> LoadTestConfig:
     """The load test's settings that run the plan's workload on `replicas` replicas."""
     work = plan.workload
+    tool_work = live_tool_work(plan)
     pooled = work.workers_per_replica > 1
     return LoadTestConfig(
         arch=case.arch,
@@ -196,9 +216,9 @@ def live_config(plan: Plan, case: LiveCase, replicas: int, duration_s: float) ->
         never_answer_share=work.never_answer_share,
         answer_timeout_s=work.answer_timeout_s,
         tool_mix=dict(case.tools),
-        tool_cpu_ms=work.tool_work.mean_ms,
-        tool_cpu_cv=work.tool_work.cv,
-        tool_cpu_kind=work.tool_work.kind,
+        tool_cpu_ms=tool_work.mean_ms,
+        tool_cpu_cv=tool_work.cv,
+        tool_cpu_kind=tool_work.kind,
         max_connections=plan.slo.connection_limit,
         # One worker is the replica's event loop; more are its CPU pool, all tool work there.
         cpu_workers=work.workers_per_replica if pooled else None,

@@ -44,6 +44,8 @@ class Workload:
     tool_work: RoundWork
     overhead_ms: float
     workers_per_replica: int
+    #: How fast a worker runs against a whole vCPU (a replica of half a vCPU: 0.5).
+    worker_speed: float
     retry_backoff_s: float
     max_retries: int
 
@@ -139,6 +141,10 @@ def parse_plan(document: Any, source: str = "plan") -> Plan:
         ),
         overhead_ms=overhead_ms,
         workers_per_replica=int(cluster.number("workers_per_replica", positive=True)),
+        # Plans from before replicas of less than a vCPU were sold have no speed: whole.
+        worker_speed=cluster.number("worker_speed", positive=True)
+        if "worker_speed" in cluster.value
+        else 1.0,
         retry_backoff_s=client.number("retry_backoff_s"),
         max_retries=int(client.number("max_retries")),
     )

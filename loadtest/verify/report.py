@@ -87,7 +87,9 @@ def print_verification(document: dict[str, Any]) -> None:
     for arch, entry in document["architectures"].items():
         for note in entry.get("notes", []):
             print(f"note: {arch}: {note}")
-        if not entry["judged"]:
+        if not entry.get("planned", True):
+            print(f"note: {arch}: {entry['reason']}")
+        elif not entry["judged"]:
             print(f"not judged: {arch}: {entry['reason']}")
         if "one_fewer_reason" in entry:
             print(f"note: {arch}: one fewer: {entry['one_fewer_reason']}")
@@ -99,7 +101,9 @@ def print_verification(document: dict[str, Any]) -> None:
     print(table(document))
     print()
     if document["judged"]:
-        held = all(e["verdict_held"] for e in document["architectures"].values())
+        held = all(
+            e["verdict_held"] for e in document["architectures"].values() if e.get("planned", True)
+        )
         print("every verdict held" if held else "a verdict did NOT hold")
     else:
         print(f"not judged: {document['reason']}")

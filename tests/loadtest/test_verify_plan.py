@@ -179,3 +179,28 @@ def test_verify_plan_refuses_a_file_that_is_not_a_plan(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "no 'request'" in result.stderr
+
+
+def test_a_worker_slower_than_a_vcpu_is_a_core_working_longer(plan_document: dict) -> None:
+    document = copy.deepcopy(plan_document)
+    document["params"]["cluster"]["worker_speed"] = 0.5
+    plan = parse_plan(document)
+    case = scale_case(plan, plan.answers["mrtr"], Hosting(max_rate_per_s=1000, cpu_cores=8))
+    config = live_config(plan, case, case.replicas, 30.0)
+    # The whole round takes twice as long; the request's own part runs at full speed live.
+    whole_ms = config.tool_cpu_ms + plan.workload.overhead_ms
+    assert whole_ms == pytest.approx(2 * 8.0)
+    assert any("0.5 vCPU" in note for note in case.notes)
+
+
+def test_an_architecture_the_plan_gives_no_fleet_is_not_run(plan_document: dict) -> None:
+    from loadtest.verify.check import verify_plan
+
+    document = copy.deepcopy(plan_document)
+    document["architectures"] = {
+        "mrtr": {"replicas": None, "meets": False, "reason": "below the latency floor"}
+    }
+    verified = verify_plan(parse_plan(document), judged_s=1.0, progress=lambda line: None)
+    mrtr = verified["architectures"]["mrtr"]
+    assert mrtr["planned"] is False and "below the latency floor" in mrtr["reason"]
+    assert not verified["judged"] and "none of the architectures" in verified["reason"]
