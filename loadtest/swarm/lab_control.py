@@ -7,6 +7,11 @@ in the background, and the cluster's event log is the timeline.
 
 `TargetControl` is for a swarm driving an endpoint it did not start (`--target`): it shows
 what the calls saw and refuses every fault, which then come from that endpoint's operator.
+
+A replica's held calls are its legacy calls whose SSE stream is open while their user
+thinks: `/healthz`'s `open_streams`, one per call. (Its `waiting_calls` are the same calls
+again, those waiting for an answer now: adding the two counted most calls twice.) Its
+requests in flight include the held calls, whose POST is still being answered.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadtest.config import FAULTS
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.upgrade import rolling_upgrade
+from loadtest.swarm.lab_series import Load
 from loadtest.swarm.locust_stats import NO_REPLICA, REPLICA_COUNTS
 
 
@@ -48,10 +54,38 @@ def swarm_requests() -> dict[str, int]:
     return {name: sum(kinds.values()) for name, kinds in table.items() if name != NO_REPLICA}
 
 
+def held_calls(health: dict[str, Any]) -> int:
+    """The calls a replica holds on an open SSE stream, from its /healthz document."""
+    return int(health.get("open_streams", 0))
+
+
+def load_of(healths: list[dict[str, Any]]) -> Load:
+    """Held calls and requests in flight, summed over the replicas' /healthz documents."""
+    return Load(
+        held=sum(held_calls(h) for h in healths),
+        in_flight=sum(int(h.get("in_flight", 0)) for h in healths),
+    )
+
+
 def shares(counts: dict[str, int | None]) -> dict[str, float]:
     """Each replica's share of the requests counted, in percent."""
     total = sum(c or 0 for c in counts.values())
     return {name: round(100 * (c or 0) / total, 1) if total else 0.0 for name, c in counts.items()}
+
+
+def started_in_words(fault: str, detail: dict[str, Any]) -> str:
+    """What a fault just started will do, in a sentence (the Lab tab shows it)."""
+    if fault == "rolling-upgrade":
+        return (
+            f"rolling upgrade to tool version {detail['tool_version']}: each replica in turn "
+            f"drained for up to {detail['drain_timeout_s']:g} s, stopped, and replaced with "
+            "rotated keys"
+        )
+    if fault == "redis-outage":
+        return f"Redis outage: Redis killed now, started again after {detail['down_s']:g} s"
+    if fault == "crash":
+        return f"{detail['replica']} crashed (SIGKILL); Restart it brings it back"
+    return f"{detail['replica']} starting again"
 
 
 class ClusterControl:
@@ -89,14 +123,25 @@ class ClusterControl:
                     "swarm_requests": swarm.get(name, 0),
                     "share_pct": share[name],
                     "in_flight": health.get("in_flight", 0),
-                    "held": health.get("open_streams", 0) + health.get("waiting_calls", 0),
+                    "held": held_calls(health) if running else 0,
                     "port": process.port,
                 }
             )
         return rows
 
+    def load(self) -> Load:
+        """Held calls and requests in flight over the replicas running now."""
+        cluster = self.cluster
+        running = [
+            name
+            for name, replica in cluster.replicas.items()
+            if replica.process is not None and replica.process.poll() is None
+        ]
+        return load_of([cluster.health(name) for name in running])
+
     def inject(self, fault: str, replica: str | None = None) -> dict[str, Any]:
-        """Start a fault in the background; what was started, or `FaultRefused`."""
+        """Start a fault in the background; what was started (with `said`, the same in
+        words), or `FaultRefused`."""
         if fault not in FAULTS:
             raise FaultRefused(f"unknown fault {fault!r}; the lab knows {', '.join(FAULTS)}")
         with self._lock:
@@ -105,7 +150,7 @@ class ClusterControl:
             action, detail = self._plan(fault, replica)
             self.busy = fault
         threading.Thread(target=self._run, args=(fault, action), daemon=True).start()
-        return {"fault": fault, **detail}
+        return {"fault": fault, **detail, "said": started_in_words(fault, detail)}
 
     def _plan(self, fault: str, replica: str | None) -> tuple[Callable[[], Any], dict[str, Any]]:
         cluster = self.cluster
@@ -180,12 +225,17 @@ class TargetControl:
                     "swarm_requests": served[name],
                     "share_pct": share,
                     "in_flight": health.get("in_flight", 0) if own else None,
-                    "held": health.get("open_streams", 0) + health.get("waiting_calls", 0)
-                    if own
-                    else None,
+                    "held": held_calls(health) if own else None,
                 }
             )
         return rows
+
+    def load(self) -> Load | None:
+        """The endpoint's own held calls and requests in flight (its /healthz), if it answers."""
+        try:
+            return load_of([httpx.get(f"{self.base_url}/healthz", timeout=1.0).json()])
+        except (httpx.HTTPError, ValueError):
+            return None
 
     def inject(self, fault: str, replica: str | None = None) -> dict[str, Any]:
         raise FaultRefused(

@@ -1,4 +1,4 @@
-"""The lab's own tab in Locust's web UI: the replicas, the faults, and when they happened.
+"""The lab's own tab in Locust's web UI: the replicas, the faults, and what they did.
 
 Built on Locust's extension points: the web UI's Flask app gets a blueprint with the
 lab's routes, and the UI's `extended_tabs` / `extended_tables` show two extra tabs, fed
@@ -7,16 +7,22 @@ through the `extended_stats` of the UI's own `/stats/requests` poll:
     Lab            one row per replica: version, health, balancer state, requests it served
                    since it started (`/metrics`), the swarm's requests it answered and
                    their share, requests in flight and calls held (`/healthz`)
-    Lab timeline   every fault and cluster event, seconds since the swarm started
+    Lab timeline   every fault and cluster event in words, at its time on the clock
+                   Locust's charts use (the browser's)
 
-A small script (`lab_tab.js`) adds the fault buttons under the Lab tab. Routes:
+A script (`lab_tab.js`) adds, under the Lab tab, the fault buttons, the Lab chart (the
+swarm's requests, failures and held calls per second on that clock, each fault's span
+drawn over them: `loadtest.swarm.lab_series`) and the failures explained. The same
+explanations follow each error in Locust's own Failures tab. Routes:
 
-    GET  /lab/replicas             JSON list, each with `id` and `version`
-    GET  /lab/events               the timeline, JSON
+    GET  /lab/replicas             JSON list, each with `id`, `version`, `held`, `in_flight`
+    GET  /lab/events               the timeline, JSON: each event with `clock` and `said`
+    GET  /lab/chart                the chart's points, the faults' spans, the failures
+                                   explained
     POST /lab/faults/<fault>       rolling-upgrade, crash, restart, redis-outage;
                                    optional `replica` (form, JSON or query); 202 when
-                                   started, 409 when refused (busy, or faults come from
-                                   the operator of a `--target` endpoint)
+                                   started (with `said`, in words), 409 when refused (busy,
+                                   or faults come from the operator of a `--target`)
 """
 
 from __future__ import annotations
@@ -28,9 +34,20 @@ from typing import Any, Protocol
 
 from flask import Blueprint, Response, jsonify, request
 
+from loadtest.swarm.event_log import clock, fault_spans, in_words
 from loadtest.swarm.lab_control import FaultRefused
+from loadtest.swarm.lab_series import (
+    LabSeries,
+    Load,
+    Totals,
+    error_text,
+    locust_totals,
+    sample_forever,
+)
 
 SCRIPT = Path(__file__).with_name("lab_tab.js")
+#: The cookie in which the page tells the server its clock's offset from UTC, in minutes.
+UTC_OFFSET_COOKIE = "lab_utc_offset_min"
 REPLICA_COLUMNS = [
     ("id", "Replica"),
     ("version", "Tool version"),
@@ -42,7 +59,7 @@ REPLICA_COLUMNS = [
     ("in_flight", "In flight"),
     ("held", "Held calls"),
 ]
-TIMELINE_COLUMNS = [("t", "t (s)"), ("event", "Event"), ("detail", "Detail")]
+TIMELINE_COLUMNS = [("clock", "Time"), ("said", "What happened")]
 
 
 class Control(Protocol):
@@ -53,21 +70,78 @@ class Control(Protocol):
 
     def replicas(self) -> list[dict[str, Any]]: ...
 
+    def load(self) -> Load | None: ...
+
     def inject(self, fault: str, replica: str | None = None) -> dict[str, Any]: ...
 
 
-def timeline(events: list[dict[str, Any]], since: float) -> list[dict[str, Any]]:
-    """The events as table rows: seconds since `since`, the event, its details in one line."""
-    rows = []
-    for event in events:
-        detail = ", ".join(f"{k}={v}" for k, v in event.items() if k not in ("t", "event"))
-        rows.append({"t": round(event["t"] - since, 1), "event": event["event"], "detail": detail})
-    return rows
+def timeline(
+    events: list[dict[str, Any]], utc_offset_min: int | None = None
+) -> list[dict[str, Any]]:
+    """The events as table rows: each as logged, with its `clock` time and `said` in words."""
+    return [{**e, "clock": clock(e["t"], utc_offset_min), "said": in_words(e)} for e in events]
 
 
-def install(web_ui: Any, control: Control, started: float | None = None) -> None:
-    """Add the lab's routes, tabs and buttons to Locust's web UI (before it starts)."""
-    since = started or time.time()
+def _utc_offset_min() -> int | None:
+    try:
+        return int(request.cookies[UTC_OFFSET_COOKIE])
+    except (KeyError, ValueError):
+        return None
+
+
+class _Tab:
+    """The tab's state: the control, the Locust environment's totals, the series."""
+
+    def __init__(self, web_ui: Any, control: Control) -> None:
+        self.web_ui = web_ui
+        self.control = control
+        self.series = LabSeries()
+
+    def totals(self) -> Totals | None:
+        environment = getattr(self.web_ui, "environment", None)
+        runner = getattr(environment, "runner", None)
+        return locust_totals(runner.stats) if runner is not None else None
+
+    def failures(self, totals: Totals | None, utc_offset_min: int | None) -> list[dict[str, Any]]:
+        if totals is None:
+            return []
+        spans = fault_spans(self.control.events)
+        return self.series.failures_explained(totals, spans, utc_offset_min)
+
+    def chart(self, utc_offset_min: int | None) -> dict[str, Any]:
+        """The Lab chart's document: `traffic` (`[t_ms, requests, failures]` a second),
+        `load` (`[t_ms, held calls, in flight]` a sample), the `faults`' spans and the
+        `failures` explained."""
+        now_s = time.time()
+        totals = self.totals()
+        return {
+            "now_ms": round(now_s * 1000),
+            "traffic": self.series.traffic(totals, now_s) if totals else [],
+            "load": self.series.load_json(),
+            "faults": [span.as_json() for span in fault_spans(self.control.events)],
+            "failures": [f["sentence"] for f in self.failures(totals, utc_offset_min)],
+        }
+
+
+def explain_errors(errors: list[dict[str, Any]], explained: list[dict[str, Any]]) -> None:
+    """Follow each error of Locust's Failures tab (its `/stats/requests` `errors`) with when
+    and why it happened, from `LabSeries.failures_explained`."""
+    why = {(f["kind"], f["error"]): f["why"] for f in explained}
+    for error in errors:
+        text = error_text(str(error.get("error", "")))
+        reason = why.get((error.get("name"), text))
+        if reason:
+            error["error"] = f"{text} ({reason})"
+
+
+def install(web_ui: Any, control: Control, *, sample_every_s: float | None = 1.0) -> None:
+    """Add the lab's routes, tabs, chart and buttons to Locust's web UI (before it starts).
+
+    With `sample_every_s`, a sampler feeds the Lab chart from then on (None: no sampler).
+    """
+    tab = _Tab(web_ui, control)
+    if sample_every_s:
+        sample_forever(tab.series, tab.totals, control.load, sample_every_s)
     lab = Blueprint("lab", __name__, url_prefix="/lab")
 
     @lab.get("/replicas")
@@ -76,7 +150,11 @@ def install(web_ui: Any, control: Control, started: float | None = None) -> None
 
     @lab.get("/events")
     def events() -> Response:
-        return jsonify(timeline(control.events, since))
+        return jsonify(timeline(control.events, _utc_offset_min()))
+
+    @lab.get("/chart")
+    def chart() -> Response:
+        return jsonify(tab.chart(_utc_offset_min()))
 
     @lab.post("/faults/<fault>")
     def fault(fault: str) -> tuple[Response, int]:
@@ -105,13 +183,16 @@ def install(web_ui: Any, control: Control, started: float | None = None) -> None
 
     @app.after_request
     def extend(response: Response) -> Response:
-        """Feed the lab's tables through the UI's poll, and load the buttons' script."""
+        """Feed the lab's tables through the UI's poll, explain its failures, and load
+        the tab's script."""
         if request.path == "/stats/requests" and response.is_json:
+            offset = _utc_offset_min()
             document = response.get_json()
             document["extended_stats"] = [
                 {"key": "lab", "data": control.replicas()},
-                {"key": "lab-timeline", "data": timeline(control.events, since)[::-1]},
+                {"key": "lab-timeline", "data": timeline(control.events, offset)[::-1]},
             ]
+            explain_errors(document.get("errors") or [], tab.failures(tab.totals(), offset))
             response.set_data(json.dumps(document))
         elif request.path == "/" and response.mimetype == "text/html":
             page = response.get_data(as_text=True)

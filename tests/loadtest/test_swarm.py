@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -67,17 +68,16 @@ def test_a_target_is_driven_without_a_cluster_of_its_own(tmp_path: Path) -> None
     }
 
 
-@pytest.fixture
-def ui_swarm(tmp_path: Path) -> Iterator[str]:
-    """A swarm with its web UI: two MRTR replicas, one worker, two users started at once."""
+@contextlib.contextmanager
+def web_swarm(tmp_path: Path, args: list[str], state: str = "running") -> Iterator[str]:
+    """A swarm with its web UI and `args`, until its users reach `state`; its URL."""
     port = free_port()
-    command = [*SWARM, "--replicas", "2", "--users", "2", "--think-time", "0.1"]
-    command += ["--web-port", str(port), "--master-port", str(free_port())]
+    command = [*SWARM, *args, "--web-port", str(port), "--master-port", str(free_port())]
     with open(tmp_path / "swarm.log", "wb") as log:
         swarm = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: swarm.poll() is None and _running(url), 90)
+        wait_for(lambda: swarm.poll() is None and _state(url) == state, 90)
         yield url
     finally:
         swarm.terminate()
@@ -89,12 +89,59 @@ def ui_swarm(tmp_path: Path) -> Iterator[str]:
         assert swarm.returncode is not None
 
 
-def _running(url: str) -> bool:
-    """Whether the swarm's users run (the UI's poll says so once workers have connected)."""
+@pytest.fixture
+def ui_swarm(tmp_path: Path) -> Iterator[str]:
+    """A swarm with its web UI: two MRTR replicas, one worker, two users started at once."""
+    with web_swarm(tmp_path, ["--replicas", "2", "--users", "2", "--think-time", "0.1"]) as url:
+        yield url
+
+
+def _state(url: str) -> str | None:
+    """The swarm's state as the UI's poll says it (`running` once workers have connected
+    and the users started; `ready` while it waits for START)."""
     try:
-        return httpx.get(f"{url}/stats/requests", timeout=2).json()["state"] == "running"
+        return str(httpx.get(f"{url}/stats/requests", timeout=2).json()["state"])
     except (httpx.HTTPError, ValueError, KeyError):
-        return False
+        return None
+
+
+def replicas_own_held_calls(url: str) -> dict[str, int]:
+    """Each replica's held calls as it counts them itself: `/healthz` and `/metrics`."""
+    own = {}
+    for row in httpx.get(f"{url}/lab/replicas", timeout=10).json():
+        base = f"http://127.0.0.1:{row['port']}"
+        streams = httpx.get(f"{base}/healthz", timeout=5).json()["open_streams"]
+        metrics = httpx.get(f"{base}/metrics", timeout=5).text
+        (gauge,) = [
+            line for line in metrics.splitlines() if line.startswith("legacy_open_streams ")
+        ]
+        assert float(gauge.split()[1]) == streams, (gauge, streams)
+        own[row["id"]] = streams
+    return own
+
+
+@needs_haproxy
+def test_the_lab_tab_counts_each_held_call_once_as_the_replicas_do(tmp_path: Path) -> None:
+    # No --users: the swarm waits for START, as its --help says; START as the form does.
+    args = ["--arch", "sticky", "--replicas", "2", "--tools", "get_weather=1"]
+    with web_swarm(tmp_path, [*args, "--think-time", "30"], state="ready") as url:
+        started = httpx.post(f"{url}/swarm", data={"user_count": 6, "spawn_rate": 6}, timeout=10)
+        assert started.status_code == 200 and started.json()["success"], started.text
+        wait_for(lambda: _state(url) == "running", 30)
+
+        def lab_tab() -> dict[str, int]:
+            return {r["id"]: r["held"] for r in httpx.get(f"{url}/lab/replicas").json()}
+
+        # Each user's first question holds its call while the user thinks (about 30 s).
+        wait_for(lambda: sum(lab_tab().values()) == 6, 30)
+        for _ in range(3):  # read again should a call end between the two readings
+            shown, own = lab_tab(), replicas_own_held_calls(url)
+            if shown == own:
+                break
+        assert shown == own and sum(own.values()) == 6, (shown, own)
+        rows = httpx.get(f"{url}/lab/replicas", timeout=10).json()
+        # In flight counts the held calls' requests too: never fewer than those held.
+        assert all(r["in_flight"] >= r["held"] for r in rows), rows
 
 
 def wait_for(condition: Any, timeout_s: float) -> None:
@@ -134,6 +181,7 @@ def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str)
     assert httpx.post(f"{url}/lab/faults/restart", timeout=10).json() == {
         "fault": "restart",
         "replica": "r2",
+        "said": "r2 starting again",
     }
     wait_for(lambda: health() == {"r1": "ok", "r2": "ok"}, 30)
     events = [e["event"] for e in httpx.get(f"{url}/lab/events", timeout=10).json()]
@@ -149,11 +197,17 @@ def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
     from loadtest.swarm.lab_control import TargetControl
 
     web_ui = SimpleNamespace(app=Flask("lab"), template_args={})
-    lab_tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"))
+    lab_tab.install(
+        web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"), sample_every_s=None
+    )
     client = web_ui.app.test_client()
     for fault in ("rolling-upgrade", "crash", "restart"):
         refused = client.post(f"/lab/faults/{fault}")
         assert refused.status_code == 409
         assert "faults come from its operator" in refused.get_json()["error"]
     assert client.get("/lab/replicas").get_json() == []
+    chart = client.get("/lab/chart").get_json()
+    assert (chart["traffic"], chart["load"], chart["failures"]) == ([], [], [])
+    (target,) = client.get("/lab/events").get_json()
+    assert target["said"].endswith("faults come from its operator")
     assert [t["key"] for t in web_ui.template_args["extended_tabs"]] == ["lab", "lab-timeline"]
