@@ -72,7 +72,8 @@ class LoadTestConfig:
     users: int = setting(
         20,
         help="concurrent users, each running whole tool calls back to back (a swarm with its "
-        "web UI starts them at once only when this is given)",
+        "web UI starts them at once when this is given; without it, it waits for START in "
+        "the web UI's form)",
     )
     spawn_rate: float = setting(20.0, help="users started per second")
     duration_s: float = setting(
@@ -81,7 +82,10 @@ class LoadTestConfig:
         help="seconds the users call for (a swarm with its web UI runs until stopped)",
     )
     fault_at_s: float = setting(
-        5.0, flag="--fault-at", help="seconds after the users start when the fault comes"
+        5.0,
+        flag="--fault-at",
+        help="seconds after the users start when the fault comes (a swarm's: only with "
+        "--fault, headless)",
     )
     think_time_median_s: float = setting(
         0.5,

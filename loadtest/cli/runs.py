@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.cli.options import add_json_option, command_options, run_settings, write_json
-from loadtest.config import ARCHITECTURES, LoadTestConfig
+from loadtest.config import ARCHITECTURES, LoadTestConfig, LoadTestError
 from loadtest.swarm.plan import SwarmPlan
+from loadtest.users.tool_mix import ToolMixError, check_tool_mix
 from server.flags import add_flags, setting_of, values_from_flags
 
 #: How each replica of the lab's cluster is started: every command that starts one takes them.
@@ -119,8 +120,14 @@ def _field(name: str) -> dataclasses.Field[Any]:
 
 
 def config_from(args: argparse.Namespace, **overrides: Any) -> LoadTestConfig:
-    """The run's configuration: the fields the flags set, then `overrides`, then defaults."""
-    return LoadTestConfig(**{**values_from_flags(LoadTestConfig, args), **overrides})
+    """The run's configuration: the fields the flags set, then `overrides`, then defaults;
+    a tool mix the users cannot run is refused here, before any process starts."""
+    config = LoadTestConfig(**{**values_from_flags(LoadTestConfig, args), **overrides})
+    try:
+        check_tool_mix(config.tool_mix)
+    except ToolMixError as error:
+        raise LoadTestError(str(error)) from None
+    return config
 
 
 def html_beside(json_path: str | None, arch: str = "") -> Path | None:
@@ -155,7 +162,7 @@ def run_cluster(args: argparse.Namespace) -> int:
 
 def run_scenario(args: argparse.Namespace) -> int:
     from loadtest.swarm.scenario_run import run_scenario
-    from loadtest.swarm.summary import print_table
+    from loadtest.swarm.summary_table import print_table
 
     summary = run_scenario(config_from(args), html_path=html_beside(args.json))
     write_json(summary, args.json)
@@ -165,7 +172,7 @@ def run_scenario(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from loadtest.swarm.scenario_run import run_scenario
-    from loadtest.swarm.summary import print_table
+    from loadtest.swarm.summary_table import print_table
 
     summaries = [
         run_scenario(config_from(args, arch=arch), html_path=html_beside(args.json, arch))
@@ -179,11 +186,18 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_swarm(args: argparse.Namespace) -> int:
     # Imported here: loadtest.swarm.runner loads Locust, which patches this process with gevent.
     from loadtest.swarm.runner import run_swarm, run_workers
-    from loadtest.swarm.summary import print_table
+    from loadtest.swarm.summary_table import print_table
 
     config = config_from(args)
     if args.join:
         return run_workers(config, args.join, args.workers)
+    if not args.headless and (args.fault or args.json):
+        given = [flag for flag in ("--fault", "--json") if getattr(args, flag[2:])]
+        raise LoadTestError(
+            f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --headless: "
+            "with its web UI a swarm runs until stopped, its faults "
+            "come from the Lab tab's buttons, and it writes no summary"
+        )
     plan = SwarmPlan(
         **values_from_flags(SwarmPlan, args),
         start_users=args.users is not None,

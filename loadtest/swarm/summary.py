@@ -2,6 +2,12 @@
 
 Built from the call log (one line per flow) and the cluster's event log, with the
 Locust JSON report for cross-checking totals. pandas and the notebooks read it.
+
+A call is *held* when a legacy replica keeps its stream open while the user thinks (once
+per call, however many questions it asks); a legacy call cut by a fault is *started
+again* from its first question (`restarted`), where an MRTR round (or a task request) is
+only *sent again* (`rounds_resent`), the user none the wiser. `re_prompts` counts the
+answers users had to give again.
 """
 
 from __future__ import annotations
@@ -40,15 +46,53 @@ def locust_flow_totals(report: Any) -> dict[str, Any]:
     flows = [r for r in report or [] if r.get("method") == CALL]
     http = [r for r in report or [] if r.get("method") != CALL]
     by_kind = Counter[str]()
+    failed_by_kind = Counter[str]()
     for row in http:
         by_kind[row.get("name", "")] += row.get("num_requests", 0)
+        failed_by_kind[row.get("name", "")] += row.get("num_failures", 0)
     return {
         "flows": sum(r.get("num_requests", 0) for r in flows),
         "flow_failures": sum(r.get("num_failures", 0) for r in flows),
         "http_requests": sum(r.get("num_requests", 0) for r in http),
         "http_failures": sum(r.get("num_failures", 0) for r in http),
         "http_by_kind": dict(sorted(by_kind.items())),
+        "http_failures_by_kind": {k: n for k, n in sorted(failed_by_kind.items()) if n},
     }
+
+
+def held_calls(calls: list[dict[str, Any]]) -> int:
+    """Legacy calls a replica held on an open stream while their user thought: each call
+    that asked at least one question, counted once. MRTR and task calls hold none."""
+    return sum(1 for c in _legacy(calls) if c.get("questions"))
+
+
+def held_questions(calls: list[dict[str, Any]]) -> int:
+    """The questions legacy calls waited on, each on a held stream."""
+    return sum(len(c.get("questions", [])) for c in _legacy(calls))
+
+
+def restarted_calls(calls: list[dict[str, Any]]) -> int:
+    """Legacy calls started again from their first question after a cut (at least once)."""
+    return sum(1 for c in _legacy(calls) if c.get("retries", 0) > 0)
+
+
+def rounds_resent(calls: list[dict[str, Any]]) -> int:
+    """Requests of MRTR and task calls sent again after a cut (the call went on)."""
+    return sum(c.get("retries", 0) for c in calls if c.get("arch") == "mrtr" or c.get("task"))
+
+
+def _legacy(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in calls if c.get("arch") != "mrtr" and not c.get("task")]
+
+
+def drains(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each drain of a rolling upgrade: the replica, how long it drained, and what it still
+    held when it was stopped (HAProxy sessions, requests in flight and held streams)."""
+    return [
+        {"replica": e["replica"], "drained_s": e["drained_s"], "still_held": e["still_held"]}
+        for e in events
+        if e.get("event") == "stop"
+    ]
 
 
 def summarize(
@@ -71,6 +115,9 @@ def summarize(
     completed = [c for c in calls if c["outcome"] == "completed"]
     duration_s = max(swarm_ended - swarm_started, 1e-9)
     served = Counter(name for c in calls for name in c.get("served_by", []))
+    faults = [
+        {**e, "t": round(e["t"] - swarm_started, 3)} for e in events if e["t"] >= swarm_started - 1
+    ]
     return {
         "arch": config.arch,
         "scenario": config.scenario,
@@ -81,8 +128,10 @@ def summarize(
         # Calls whose user never answered (--never-answer): neither completed nor a miss.
         "abandoned": outcomes.get("abandoned", 0),
         "tasks": task_totals(calls),
-        # Questions a legacy call waited for on a held stream; MRTR holds nothing.
-        "held": 0 if config.arch == "mrtr" else sum(len(c.get("questions", [])) for c in calls),
+        "held": held_calls(calls),
+        "held_questions": held_questions(calls),
+        "restarted": restarted_calls(calls),
+        "rounds_resent": rounds_resent(calls),
         "re_prompts": sum(c.get("re_prompts", 0) for c in calls),
         "retries": sum(c.get("retries", 0) for c in calls),
         "latency_ms": percentiles_ms([c["latency_ms"] for c in completed]),
@@ -90,11 +139,8 @@ def summarize(
         "replica_share": dict(sorted(served.items())),
         "per_replica": per_replica or {},
         "timeline": timeline(calls, swarm_started, swarm_ended),
-        "faults": [
-            {**e, "t": round(e["t"] - swarm_started, 3)}
-            for e in events
-            if e["t"] >= swarm_started - 1
-        ],
+        "faults": faults,
+        "drains": drains(faults),
         "versions_after": versions,
         "errors": dict(Counter(c["error"] for c in calls if c.get("error")).most_common(10)),
         "duration_s": round(duration_s, 3),
@@ -159,31 +205,3 @@ def timeline(
         if values:
             row["p50_ms"] = round(float(np.median(values)), 2)
     return rows
-
-
-def print_table(summaries: list[dict[str, Any]]) -> None:
-    """One row per run: outcomes, held questions, re-prompts, latency and throughput."""
-    header = (
-        f"{'arch':<10} {'scenario':<16} {'started':>7} {'done':>6} {'failed':>6} {'lost':>5} "
-        f"{'held':>5} {'reprompt':>8} {'p50 ms':>8} {'p99 ms':>8} {'calls/s':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    for s in summaries:
-        lat = s["latency_ms"]
-        print(
-            f"{s['arch']:<10} {s['scenario']:<16} {s['started']:>7} {s['completed']:>6} "
-            f"{s['failed']:>6} {s['lost']:>5} {s.get('held', 0):>5} {s['re_prompts']:>8} "
-            f"{_ms(lat['p50']):>8} "
-            f"{_ms(lat['p99']):>8} {s['throughput_per_s']:>8.1f}"
-        )
-    for s in summaries:
-        if s.get("per_replica"):
-            served = ", ".join(f"{r} {v['requests']}" for r, v in s["per_replica"].items())
-            print(f"{s['arch']} HTTP requests per replica: {served}")
-        if s["tasks"]["started"] or s["tasks"]["refused"]:
-            print(f"{s['arch']} tasks: " + ", ".join(f"{k} {v}" for k, v in s["tasks"].items()))
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"

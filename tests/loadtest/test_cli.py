@@ -13,6 +13,7 @@ import time
 import pytest
 
 from loadtest.harness.haproxy import HAProxy
+from loadtest.users.tool_mix import known_tools
 from server.harness.process import free_port
 
 
@@ -67,6 +68,8 @@ def test_cluster_up_stops_everything_on_sigterm() -> None:
         (["scenario", "steady", "--replicas", "0"], "at least one replica"),
         (["scenario", "steady", "--users", "-1"], "users and spawn rate must be positive"),
         (["scenario", "steady", "--tools", "crunch=x"], "is not a number"),
+        (["compare", "--tools", "get_weather=0,echo=0"], "at least one above 0"),
+        (["swarm", "--fault", "crash"], "--fault needs --headless"),
     ],
 )
 def test_bad_settings_are_a_one_line_error(args: list[str], message: str) -> None:
@@ -75,3 +78,16 @@ def test_bad_settings_are_a_one_line_error(args: list[str], message: str) -> Non
     )
     assert out.returncode == 2
     assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_an_unknown_tool_is_refused_before_the_run_naming_the_known_ones() -> None:
+    started = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "loadtest", "scenario", "steady", "--tools", "nope=1,echo"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "unknown tool 'nope' in --tools" in out.stderr
+    assert all(tool in out.stderr for tool in known_tools()), out.stderr
+    assert time.monotonic() - started < 10  # refused, not run: no cluster, no Locust

@@ -86,6 +86,18 @@ def test_every_option_has_help_and_shows_its_default(command: str) -> None:
             assert "(default" in action.help, f"{command} {action.option_strings}"
 
 
+def test_every_command_has_help_and_its_help_page_renders() -> None:
+    parser = build_parser()
+    (subcommands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    described = {action.dest: action.help for action in subcommands._choices_actions}
+    assert set(described) == set(commands(parser))
+    assert all(described.values()), described
+    for name, command in commands(parser).items():
+        page = command.format_help()  # a stray % in a help text breaks this
+        flags = [a.option_strings[-1] for a in options(command) if a.option_strings]
+        assert all(flag in page for flag in flags), name
+
+
 @dataclasses.dataclass
 class WithAFieldNoCommandTakes(LoadTestConfig):
     """The lab's configuration with one more setting, which no command offers."""

@@ -167,7 +167,7 @@ def test_the_command_line_keeps_mrtr_rounds_by_kind_and_locusts_html_report(
     args = ["scenario", "overload", "--arch", "mrtr", "--replicas", "2", "--users", "6"]
     summary, printed = run_command_line([*args, "--duration", "6"], tmp_path / "overload.json")
     served = ", ".join(f"{r} {v['requests']}" for r, v in summary["per_replica"].items())
-    assert f"mrtr HTTP requests per replica: {served}" in printed
+    assert f"mrtr: HTTP requests per replica: {served}" in printed
     check_counts(summary, (tmp_path / "overload.html").read_text(), {"crunch"})
     by_kind = summary["locust"]["http_by_kind"]
     assert by_kind[ROUND_1] > 0 and by_kind[STATE_RETRY] > 0, by_kind
