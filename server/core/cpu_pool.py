@@ -8,8 +8,8 @@ such work runs elsewhere:
 
 - **in worker processes**, not threads. Measured on the lab's two cores (shared, load 2
   to 3.5), with four `quote cpu_ms=1000` calls running, `/healthz` answered at a median
-  of 1.4-1.8 ms (p95 6-15 ms) with the work in two worker processes, 15-26 ms (p95
-  31-80 ms) with it in four threads, and after 2.7-8.9 s with it on the loop
+  of 1.4-1.8 ms (p95 6-15 ms) with the work in two worker processes, 12-26 ms (p95
+  28-80 ms) with it in four threads, and after 2.7-8.9 s with it on the loop
   (`docs/hardening.md` has the runs). A thread computing in pure Python holds the
   interpreter's lock but for a switch every 5 ms (hashlib lets go of it only for inputs
   of 2 KiB or more; `crunch` hashes 40 bytes a step), so the loop waits its turn at
