@@ -1,0 +1,60 @@
+"""The build's own checks: it refuses a student page that shows an answer, a teacher's page
+that misses one, and any page that loads from another host; and what is not a notebook."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from book.build import BookError, check, main
+from book.sources import BookContent
+
+ANSWER = "print('forty-two calls were asked again, none lost')"
+
+
+def content() -> BookContent:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("**Exercise 1.** How many calls were asked again?"),
+        nbformat.v4.new_code_cell(ANSWER, metadata={"tags": ["solution"]}),
+    ]
+    return BookContent(
+        readme="# MRTR Lab\n", docs={}, notebooks={"01_x.ipynb": notebook}, answer_label="Show"
+    )
+
+
+def site(out: Path, student: str, teacher: str) -> Path:
+    for edition, body in (("student", student), ("teacher", teacher)):
+        page = out / edition / "notebooks" / "01_x.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(f"<html><body><p>Exercise 1.</p>{body}</body></html>")
+    return out
+
+
+def test_a_book_whose_editions_keep_their_promises_passes(tmp_path: Path) -> None:
+    check(content(), site(tmp_path, "", f"<pre>{ANSWER}</pre>"))
+
+
+def test_a_student_page_that_shows_an_answer_fails_the_build(tmp_path: Path) -> None:
+    out = site(tmp_path, f"<pre><span>print</span>({ANSWER[6:]}</pre>", f"<pre>{ANSWER}</pre>")
+    with pytest.raises(BookError, match=r"student edition .* shows answers"):
+        check(content(), out)
+
+
+def test_a_teachers_page_that_misses_an_answer_fails_the_build(tmp_path: Path) -> None:
+    with pytest.raises(BookError, match=r"teacher edition .* misses answers"):
+        check(content(), site(tmp_path, "", ""))
+
+
+def test_a_page_that_loads_from_another_host_fails_the_build(tmp_path: Path) -> None:
+    remote = '<script src="https://cdn.example.org/require.min.js"></script>'
+    with pytest.raises(BookError, match=r"cdn\.example\.org"):
+        check(content(), site(tmp_path, remote, f"<pre>{ANSWER}</pre>"))
+
+
+def test_the_command_refuses_what_is_not_a_notebook(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--out", str(tmp_path), str(tmp_path / "missing.ipynb")])
+    assert exited.value.code == 2
