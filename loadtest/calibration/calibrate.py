@@ -38,10 +38,15 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from labsim.model.params import SimParams
+from loadtest.calibration.disturbance import (
+    median_probe,
+    probe_disturbances,
+    wait_share,
+)
 from loadtest.calibration.levels import level_row
 from loadtest.calibration.measure import measure_held
 from loadtest.calibration.model import (
@@ -122,6 +127,9 @@ class Fit:
     probe_round_s: float
     network_s: float
     network_cv: float
+    #: Each probe's delay, spread, wait for a CPU and disturbance; the one taken.
+    probes: list[dict[str, Any]] = field(default_factory=list)
+    chosen: int = 0
 
 
 def run_calibration(
@@ -140,11 +148,18 @@ def run_calibration(
     """Probe, service spread, three levels `repeats` times, held memory and a rolling
     upgrade; live beside simulated (each run's twin simulates about `simulated_calls`
     calls). The service-spread run lasts `spread_s` (the probe's duration unless given)."""
-    progress(f"probe: {PROBE_RATE_PER_S:g} calls/s of no CPU for {probe_s:g} s")
-    probe = run_level(level_config(arch, PROBE_RATE_PER_S, probe_s, tool_cpu_ms=0.0), progress)
+    probes = []
+    for repeat in range(repeats):
+        progress(
+            f"probe {repeat + 1}/{repeats}: {PROBE_RATE_PER_S:g} calls/s of no CPU "
+            f"for {probe_s:g} s"
+        )
+        config = level_config(arch, PROBE_RATE_PER_S, probe_s, tool_cpu_ms=0.0)
+        probes.append(run_level(config, progress))
     spread = measure_service_spread(arch, spread_s or probe_s, progress)
     runs = run_levels(arch, spread.busy_s, utilizations, repeats, duration_s, progress)
-    fit = fit_runs(probe, [run for level in runs for run in level])
+    fit = fit_runs(probes, [run for level in runs for run in level])
+    probe = probes[fit.chosen]
     held = measure_held(arch, held_calls, progress) if arch != "mrtr" else None
     inputs = LiveInputs(
         round_cpu_s=spread.busy_s,
@@ -170,6 +185,8 @@ def run_calibration(
     report: dict[str, Any] = {
         "arch": arch,
         "calibrated": _calibrated(probe, fit),
+        "probes": fit.probes,
+        "disturbed": _disturbed(fit, levels),
         "inputs": _spread_inputs(spread),
         "repeats": repeats,
         "duration_s": duration_s,
@@ -227,10 +244,11 @@ def run_levels(
     return runs
 
 
-def fit_runs(probe: dict[str, Any], measured: list[dict[str, Any]]) -> Fit:
+def fit_runs(probes: list[dict[str, Any]], measured: list[dict[str, Any]]) -> Fit:
     """CPU per round and background CPU fitted over every level's run; each run's own
     service per round (set on it as `round_service_s`); the delay outside the replica
-    beyond the probe's service per round.
+    beyond each probe's service per round, and the probe the twins take (the median of
+    the undisturbed ones, `loadtest/calibration/disturbance.py`).
 
     A round's own service is the replica's busy time in a run's steady window without the
     background work the fit found (health checks, timers: 1.3-2% of the replica), per
@@ -244,9 +262,43 @@ def fit_runs(probe: dict[str, Any], measured: list[dict[str, Any]]) -> Fit:
         run["round_service_s"] = busy_per_round(CpuStretch(**run["window"]), idle_cpu)
     # Beyond the probe's own service per round: a call of two such rounds is nearly all
     # delay outside, so an error in what is subtracted moves the delay little.
-    probe_round_s = busy_per_round(CpuStretch(**probe["window"]), idle_cpu)
-    network_s, network_cv = delay_outside(probe.pop("clean_latencies_ms"), probe_round_s)
-    return Fit(round_cpu_s, idle_cpu, probe_round_s, network_s, network_cv)
+    fitted = []
+    for probe in probes:
+        probe_round_s = busy_per_round(CpuStretch(**probe["window"]), idle_cpu)
+        fitted.append(
+            (probe_round_s, *delay_outside(probe.pop("clean_latencies_ms"), probe_round_s))
+        )
+    delays_s = [network_s for _, network_s, _ in fitted]
+    reasons = probe_disturbances(delays_s, probes)
+    chosen = median_probe(delays_s, reasons)
+    described = [
+        {
+            "network_ms": network_s * 1e3,
+            "network_cv": network_cv,
+            "cpu_wait_share": wait_share(probe),
+            "disturbed": reason,
+            "chosen": i == chosen,
+        }
+        for i, ((_, network_s, network_cv), probe, reason) in enumerate(
+            zip(fitted, probes, reasons, strict=True)
+        )
+    ]
+    return Fit(round_cpu_s, idle_cpu, *fitted[chosen], probes=described, chosen=chosen)
+
+
+def _disturbed(fit: Fit, levels: list[dict[str, Any]]) -> list[str]:
+    """What the report flags instead of reporting: probes and levels that met a busy
+    machine (each level's medians leave its disturbed runs out)."""
+    found = [
+        f"probe {i + 1}: {probe['disturbed']}"
+        for i, probe in enumerate(fit.probes)
+        if probe["disturbed"]
+    ]
+    if all(probe["disturbed"] for probe in fit.probes):
+        found.append("every probe was disturbed: the delay outside the replica is not trusted")
+    for row in levels:
+        found += [f"level {row['target_utilization']:.0%}: {text}" for text in row["disturbed"]]
+    return found
 
 
 def _simulated_held() -> int:

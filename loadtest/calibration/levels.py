@@ -14,6 +14,7 @@ import statistics
 from dataclasses import replace
 from typing import Any
 
+from loadtest.calibration.disturbance import MIN_QUIET_RUNS, run_disturbance
 from loadtest.calibration.model import CALLS_PER_LEVEL, LiveInputs, predict_level
 
 #: The figures compared, as (name in a run, name in the report).
@@ -49,7 +50,19 @@ def level_row(
     """The report's row for one level: live runs (`calibration_run.run_level`, each with its
     `round_service_s`) and their twins, each simulating about `simulated_calls` calls. The
     twin serves rounds only: the replica's background work, `background_per_s` of its time,
-    is added to the twin's busy share."""
+    is added to the twin's busy share.
+
+    A run that met a busy machine (`loadtest/calibration/disturbance.py`) is left out of
+    the medians; with fewer than `MIN_QUIET_RUNS` runs left the level is `disturbed` and
+    its ratios are not reported (None)."""
+    reasons = [run_disturbance(run) for run in runs]
+    disturbed = [f"run {i + 1}: {why}" for i, why in enumerate(reasons) if why]
+    quiet = [run for run, why in zip(runs, reasons, strict=True) if why is None]
+    reported = len(quiet) >= MIN_QUIET_RUNS
+    if reported:
+        runs = quiet
+    else:
+        disturbed.append(f"{len(quiet)} undisturbed run(s): the level is not reported")
     predicted = [
         predict_level(
             replace(inputs, round_cpu_s=run["round_service_s"]),
@@ -90,7 +103,9 @@ def level_row(
             [run["mean_waiting_calls"] * inputs.held_call_bytes for run in runs],
             [p["held_memory_bytes"] for p in predicted],
         )
-    row["ratio"] = {name: ratio(row, name) for _, name in FIGURES}
+    row["ratio"] = {name: ratio(row, name) if reported else None for _, name in FIGURES}
+    row["disturbed"] = disturbed
+    row["runs_judged"] = len(runs) if reported else 0
     row["live"] = [
         {
             k: run[k]

@@ -13,8 +13,13 @@ def _live(figure: dict[str, Any], digits: int) -> str:
     return f"{figure['measured']:.{digits}f} ({low:.{digits}f}-{high:.{digits}f})"
 
 
+def _ratio(value: float | None) -> str:
+    """A ratio of the table, or `dist.` for a level too disturbed to report."""
+    return "dist." if value is None else f"{value:.2f}"
+
+
 def print_calibration(report: dict[str, Any]) -> None:
-    """The side-by-side table."""
+    """The side-by-side table, and what was left out as disturbed."""
     c, inputs = report["calibrated"], report["inputs"]
     print(
         f"{report['arch']}: CPU {c['round_cpu_ms']:.3f} ms per round (fitted; quote spends "
@@ -45,9 +50,9 @@ def print_calibration(report: dict[str, Any]) -> None:
         print(
             f"{row['utilization']:>5.2f} {row['utilization_predicted']:>5.2f} "
             f"{row['cpu_wait_share']:>5.2f} {row['service_ms']:>6.2f}  "
-            f"{_live(t, 1):>18} {t['predicted']:>6.1f} {r['throughput']:>5.2f}  "
-            f"{_live(p50, 1):>16} {p50['predicted']:>6.1f} {r['p50_ms']:>5.2f}  "
-            f"{_live(p95, 1):>18} {p95['predicted']:>6.1f} {r['p95_ms']:>5.2f}"
+            f"{_live(t, 1):>18} {t['predicted']:>6.1f} {_ratio(r['throughput']):>5}  "
+            f"{_live(p50, 1):>16} {p50['predicted']:>6.1f} {_ratio(r['p50_ms']):>5}  "
+            f"{_live(p95, 1):>18} {p95['predicted']:>6.1f} {_ratio(r['p95_ms']):>5}"
         )
         if "held_memory_bytes" in row:
             held = row["held_memory_bytes"]
@@ -57,6 +62,18 @@ def print_calibration(report: dict[str, Any]) -> None:
                 f"({low / 1024:.0f}-{high / 1024:.0f}), {held['predicted'] / 1024:.0f} KiB "
                 f"simulated"
             )
+    probes = report.get("probes", [])
+    if probes:
+        print(
+            "probes (delay outside the replica per round, ms; * taken): "
+            + ", ".join(
+                f"{p['network_ms']:.2f}{'*' if p['chosen'] else ''}"
+                f"{' (disturbed)' if p['disturbed'] else ''}"
+                for p in probes
+            )
+        )
+    for flag in report.get("disturbed", []):
+        print(f"disturbed, left out: {flag}")
     if "held_call_bytes" in report:
         h = report["held_call_bytes"]
         print(
@@ -87,7 +104,9 @@ def markdown_levels(reports: list[dict[str, Any]]) -> list[str]:
     them: live median (min-max over runs) / simulated median, and the ratios, any outside
     ±20% in bold."""
 
-    def ratio(value: float) -> str:
+    def ratio(value: float | None) -> str:
+        if value is None:
+            return "disturbed"
         text = f"{value:.2f}"
         return text if 0.8 <= value <= 1.2 else f"**{text}**"
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from loadtest.calibration.calibrate import SPREAD_MIN_ROUNDS, run_calibration
+from loadtest.calibration.disturbance import median_probe, probe_disturbances
 from loadtest.calibration.levels import level_row
 from loadtest.calibration.model import LiveInputs, delay_outside, network_delay, predict_level
 from loadtest.calibration.table import markdown_levels, markdown_upgrades
@@ -144,8 +145,8 @@ def test_a_wider_service_spread_lengthens_the_simulated_tail() -> None:
     assert wide["throughput_per_s"] == pytest.approx(narrow["throughput_per_s"], rel=0.05)
 
 
-def _run(p95_ms: float, service_s: float) -> dict:
-    cpu = {"cpu_s": 3.0, "span_s": 10.0, "rounds": 600, "wait_s": 1.0}
+def _run(p95_ms: float, service_s: float, wait_s: float = 0.15) -> dict:
+    cpu = {"cpu_s": 3.0, "span_s": 10.0, "rounds": 600, "wait_s": wait_s}
     return {
         "offered_per_s": 30.0,
         "throughput_per_s": 30.0,
@@ -175,11 +176,40 @@ def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
     # The run with the slower replica has the slower twin.
     assert p95["predicted_runs"][2] > p95["predicted_runs"][0]
     assert row["held_memory_bytes"]["measured"] == 2.0 * INPUTS.held_call_bytes
-    assert row["cpu_wait_share"] == pytest.approx(0.25)
+    assert row["cpu_wait_share"] == pytest.approx(0.15 / 3.15)
+    assert row["disturbed"] == [] and row["runs_judged"] == 3
     # The twins serve each run's own rounds; the background work joins their busy share.
     assert row["service_ms"] == pytest.approx(5.0)
     twins = statistics.median(row["utilization_predicted_runs"])
     assert row["utilization_predicted"] == pytest.approx(twins + 0.03)
+
+
+def test_a_run_that_met_a_busy_machine_is_left_out_and_flagged() -> None:
+    # The second run's replica waited for a CPU a quarter of its busy time.
+    runs = [_run(40.0, 0.005), _run(120.0, 0.005, wait_s=1.0), _run(50.0, 0.006)]
+    row = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000)
+    assert row["p95_ms"]["measured_runs"] == [40.0, 50.0] and row["runs_judged"] == 2
+    assert len(row["disturbed"]) == 1 and "waited for a CPU 25%" in row["disturbed"][0]
+    assert row["ratio"]["p95_ms"] is not None
+    # Two of three disturbed: the level is flagged, its ratios not reported.
+    runs = [_run(40.0, 0.005, wait_s=1.0), _run(120.0, 0.005, wait_s=1.0), _run(50.0, 0.006)]
+    row = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000)
+    assert row["ratio"] == {"throughput": None, "p50_ms": None, "p95_ms": None}
+    assert "not reported" in row["disturbed"][-1]
+    assert (
+        "| disturbed, disturbed, disturbed |"
+        in markdown_levels([{"arch": "mrtr", "levels": [row]}])[-1]
+    )
+
+
+def test_a_probe_far_from_the_others_is_disturbed_and_the_median_taken() -> None:
+    quiet = {"window": {"cpu_s": 1.0, "wait_s": 0.02}}
+    delays = [0.0007, 0.0021, 0.0008]
+    reasons = probe_disturbances(delays, [quiet, quiet, quiet])
+    assert reasons[0] is None and reasons[2] is None and "1.5x" in (reasons[1] or "")
+    assert median_probe(delays, reasons) == 0  # of the undisturbed 0.7 and 0.8 ms: the lower
+    busy = {"window": {"cpu_s": 1.0, "wait_s": 0.5}}
+    assert "waited for a CPU" in (probe_disturbances(delays, [busy, quiet, quiet])[0] or "")
 
 
 def test_a_rounds_service_leaves_the_background_work_out() -> None:

@@ -1,0 +1,73 @@
+"""Which calibration runs met a machine busy with other work, and are left out.
+
+A replica that waits for a CPU other programs hold serves its rounds late: its run shows
+the machine, not the replica. The scheduler counts that wait (`loadtest/probes/
+replica_cpu.py`); a run whose replica waited for a CPU more than `DISTURBED_WAIT_SHARE`
+of its busy time, in its steady window, is disturbed. On a quiet machine the share is
+0.02-0.03 (the README's runs of 2026-12-04).
+
+The probe sets the delay outside the replica (client, balancer, wire) for every twin, so
+it runs `repeats` times too and the twins take the median probe's delay. A probe whose
+delay is more than `PROBE_DELAY_SPREAD` times the probes' median (the load generator or
+the balancer, not the replica, met other work: one `sse-store` probe of 2026-12-04 gave
+three times the others') is disturbed as well.
+
+A level's figures are the medians of its undisturbed runs; a level with fewer than
+`MIN_QUIET_RUNS` of them is flagged, not reported, and so is a calibration whose probes
+were all disturbed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+#: Share of a replica's busy time spent waiting for a CPU beyond which its run is disturbed.
+DISTURBED_WAIT_SHARE = 0.10
+#: How far a probe's delay may lie above the probes' median before it is disturbed.
+PROBE_DELAY_SPREAD = 1.5
+#: Undisturbed runs a level needs for its medians to be reported.
+MIN_QUIET_RUNS = 2
+
+
+def wait_share(run: dict[str, Any]) -> float:
+    """The share of the replica's busy time in the run's steady window (its whole run
+    when it has none) spent waiting for a CPU that other programs held."""
+    window = run.get("window") or run["cpu"]
+    busy_s = window["cpu_s"] + window["wait_s"]
+    return window["wait_s"] / busy_s if busy_s > 0 else 0.0
+
+
+def run_disturbance(run: dict[str, Any]) -> str | None:
+    """Why a run is disturbed, or None."""
+    share = wait_share(run)
+    if share > DISTURBED_WAIT_SHARE:
+        return (
+            f"the replica waited for a CPU {share:.0%} of its busy time (more than "
+            f"{DISTURBED_WAIT_SHARE:.0%}: other programs held the machine)"
+        )
+    return None
+
+
+def probe_disturbances(delays_s: list[float], runs: list[dict[str, Any]]) -> list[str | None]:
+    """Why each probe is disturbed (its replica waited, or its delay is far above the
+    probes' median), or None."""
+    median_s = statistics.median(delays_s)
+    found = []
+    for delay_s, run in zip(delays_s, runs, strict=True):
+        reason = run_disturbance(run)
+        if reason is None and median_s > 0 and delay_s > PROBE_DELAY_SPREAD * median_s:
+            reason = (
+                f"its delay outside the replica, {delay_s * 1e3:.2f} ms a round, is more than "
+                f"{PROBE_DELAY_SPREAD:g}x the probes' median ({median_s * 1e3:.2f} ms)"
+            )
+        found.append(reason)
+    return found
+
+
+def median_probe(delays_s: list[float], reasons: list[str | None]) -> int:
+    """The probe whose delay the twins take: the median of the undisturbed ones (of all,
+    if every one was disturbed)."""
+    quiet = [i for i, reason in enumerate(reasons) if reason is None] or list(range(len(delays_s)))
+    ordered = sorted(quiet, key=lambda i: delays_s[i])
+    return ordered[(len(ordered) - 1) // 2]
