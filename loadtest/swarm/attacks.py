@@ -10,9 +10,9 @@ runs beside its legitimate users (`loadtest.swarm.soak`).
     oversized        a 16 MiB header, a 1 MB `clientInfo`, 1 MB of task arguments and a
                      body over the replicas' limit, again and again
 
-Each is the issue's attack as a caller would make it, from outside: raw sockets or the
+Each is an attack on availability as a caller would make it, from outside: raw sockets or the
 reference clients, and the tools' caps read from `tools/list`. The attacker is
-anonymous, as the issue's was. An attack runs in a process of its own
+anonymous, as an attacker's would be. An attack runs in a process of its own
 (`AttackProcess`, `python -m loadtest.swarm.attacks`), so that its sockets and threads
 take nothing from the legitimate users' process, whose latencies are the measurement.
 """
@@ -52,11 +52,11 @@ YES = Handlers(elicit=_yes)
 #: many requests a second this machine carries. A flood of requests is the edge's to
 #: limit, per source address, which one machine's clients (all 127.0.0.1) cannot show.
 WAVE_GAP_S = 5.0
-#: Calls the CPU-heavy attack keeps running (the issue's four).
+#: Calls the CPU-heavy attack keeps running (four held /healthz for 3 s before the pool).
 CPU_CALLS = 4
 #: Threads sending oversized requests.
 OVERSIZED_THREADS = 2
-#: Each attack's size as the issue measured it: sockets held (slow bodies: 1,100 against
+#: Each attack's size as first measured to take a replica down: sockets held (slow bodies: 1,100 against
 #: the HAProxy port), sockets per wave (abandoned waits: 2,100), calls kept running
 #: (four CPU-heavy calls), threads (oversized requests).
 ISSUE_SOCKETS = {
@@ -227,7 +227,7 @@ def cpu_heavy(host: str, port: int, seconds: float, sockets: int, report: Attack
 
 
 def oversized(host: str, port: int, seconds: float, sockets: int, report: AttackReport) -> None:
-    """Requests too big in each way the issue names, from `sockets` threads, again and
+    """Requests too big in each way a caller could send, from `sockets` threads, again and
     again; the answers are counted by kind."""
     url = f"http://{host}:{port}/mcp"
     megabyte = "x" * 1_000_000

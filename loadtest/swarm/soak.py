@@ -306,7 +306,7 @@ def run_attack_soak(
     pause_s: float = 0.02,
 ) -> AttackSoakReport:
     """Start a cluster; its users quiet for `duration_s`, then beside each attack in turn
-    (with `sockets` of it, the issue's sizes by default); stop everything."""
+    (with `sockets` of it, by default the sizes that took a replica down); stop everything."""
     sizes = {**ISSUE_SOCKETS, **(sockets or {})}
     config = LoadTestConfig(
         arch="mrtr", replicas=2, tool_mix={"get_weather": 1.0, "provision_vm": 1.0}

@@ -14,7 +14,7 @@ from loadtest.harness.redis_server import RedisServer
 from loadtest.swarm.attacks import ATTACKS
 from loadtest.swarm.soak import print_attack_soak, run_attack_soak
 
-#: Small enough for seconds: the issue's sizes are the benchmark's.
+#: Small enough for seconds: the full sizes are the soak command's.
 SHORT_SIZES = {"slow-bodies": 100, "abandoned-waits": 200, "cpu-heavy": 4, "oversized": 2}
 
 

@@ -1,4 +1,4 @@
-"""The cluster holds against the issue's attacks on availability, through HAProxy.
+"""The cluster holds against the attacks on availability, through HAProxy.
 
 Real sockets at HAProxy's port: a slow body is cut there, never holding a replica; a
 client that leaves aborts its request at the replica too; CPU-heavy calls leave every

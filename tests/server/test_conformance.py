@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from server.harness.conformance import report, run_suite
 
-# The scenarios the MRTR server issue names; all must pass.
+# The MRTR scenarios the lab's server must pass; all must pass.
 REQUIRED = [
     "server-stateless",
     "http-header-validation",

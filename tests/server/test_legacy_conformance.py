@@ -5,7 +5,7 @@ from __future__ import annotations
 from server.harness.conformance import report, run_suite
 from server.harness.process import ServerProcess
 
-# The scenarios the legacy elicitation issue names; all must pass.
+# The legacy elicitation scenarios the lab's server must pass; all must pass.
 REQUIRED = [
     "server-initialize",
     "server-session-lifecycle",

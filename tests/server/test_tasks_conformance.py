@@ -5,7 +5,7 @@ from __future__ import annotations
 from server.harness.conformance import report, run_suite
 from server.harness.process import ServerProcess
 
-#: The scenarios the tasks issue requires.
+#: The tasks scenarios the lab's server must pass.
 REQUIRED = [
     "tasks-lifecycle",
     "tasks-mrtr-input",
