@@ -120,8 +120,8 @@ def _add_soak(commands: Any) -> None:
         default=None,
         metavar="N",
         help="the size of each attack: sockets held, sockets per wave, calls or threads "
-        "(default: the sizes that took a replica down before the fixes, 1100 slow bodies, 2100 abandoned waits, 4 CPU-heavy calls, "
-        "2 threads of oversized requests)",
+        "(default: the sizes that took a replica down before the fixes: 1100 slow bodies, "
+        "2100 abandoned waits, 4 CPU-heavy calls, 2 threads of oversized requests)",
     )
     add_json_option(options, "write the report here")
     soak.set_defaults(run=run_soak)

@@ -56,10 +56,10 @@ WAVE_GAP_S = 5.0
 CPU_CALLS = 4
 #: Threads sending oversized requests.
 OVERSIZED_THREADS = 2
-#: Each attack's size as first measured to take a replica down: sockets held (slow bodies: 1,100 against
-#: the HAProxy port), sockets per wave (abandoned waits: 2,100), calls kept running
-#: (four CPU-heavy calls), threads (oversized requests).
-ISSUE_SOCKETS = {
+#: Each attack's size as first measured to take a replica down: sockets held (slow
+#: bodies: 1,100 against the HAProxy port), sockets per wave (abandoned waits: 2,100),
+#: calls kept running (four CPU-heavy calls), threads (oversized requests).
+DEFAULT_SOCKETS = {
     "slow-bodies": 1100,
     "abandoned-waits": 2100,
     "cpu-heavy": CPU_CALLS,

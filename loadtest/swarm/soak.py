@@ -40,7 +40,7 @@ import httpx
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.held_per_principal import hoard
-from loadtest.swarm.attacks import ISSUE_SOCKETS, AttackProcess
+from loadtest.swarm.attacks import DEFAULT_SOCKETS, AttackProcess
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess, raise_file_limit
 
@@ -307,7 +307,7 @@ def run_attack_soak(
 ) -> AttackSoakReport:
     """Start a cluster; its users quiet for `duration_s`, then beside each attack in turn
     (with `sockets` of it, by default the sizes that took a replica down); stop everything."""
-    sizes = {**ISSUE_SOCKETS, **(sockets or {})}
+    sizes = {**DEFAULT_SOCKETS, **(sockets or {})}
     config = LoadTestConfig(
         arch="mrtr", replicas=2, tool_mix={"get_weather": 1.0, "provision_vm": 1.0}
     )
