@@ -37,7 +37,8 @@ def plan_document(tmp_path_factory: Any) -> dict[str, Any]:
         "--think-sigma", "0.5", "--never-answer", "0", "--slo-p95-ms", "100",
         "--round-cpu-ms", "8", "--round-cpu-cv", "0.3", "--round-cpu-kind", "lognormal",
         "--vcpus", "1", "--connection-limit", "64", "--tool-mix", "get_weather=1",
-        "--measure-s", "30", "--json", str(out),
+        "--measure-s", "10", "--replications", "2", "--max-replications", "2",
+        "--json", str(out),
     ]  # fmt: skip
     subprocess.run(command, check=True, capture_output=True, timeout=300)
     return dict(json.loads(out.read_text()))
