@@ -23,10 +23,17 @@ from pathlib import Path
 
 import nbformat
 
-from book.diagrams import MermaidRenderer, has_diagram, mermaid_renderer
+from book.diagrams import has_diagram, mermaid_renderer
 from book.editions import Edition, readable, solution_texts
 from book.pages import remote_loads, visible_text
-from book.sources import README, BookContent, docs_pages, page_text, write_sources
+from book.sources import (
+    README,
+    BookContent,
+    MarkdownStep,
+    docs_pages,
+    page_text,
+    write_sources,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
@@ -57,8 +64,22 @@ class Stopwatch:
         print(f"book: {name}: {self.steps[name]:.0f} s", flush=True)
 
 
+@contextmanager
+def quick_mode() -> Iterator[None]:
+    """QUICK=1 for the kernels started meanwhile (they inherit this process's environment)."""
+    before = os.environ.get("QUICK")
+    os.environ["QUICK"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["QUICK"]
+        else:
+            os.environ["QUICK"] = before
+
+
 def execute(path: Path) -> nbformat.NotebookNode:
-    """A notebook run top to bottom in quick mode in a fresh kernel, widget state kept."""
+    """A notebook run top to bottom in a fresh kernel, in its own folder, widget state kept."""
     notebook = nbformat.read(path, as_version=4)
     client = SlicedPollClient(
         notebook,
@@ -66,7 +87,6 @@ def execute(path: Path) -> nbformat.NotebookNode:
         store_widget_state=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
-    os.environ["QUICK"] = "1"
     try:
         client.execute()
     except Exception as error:
@@ -74,28 +94,32 @@ def execute(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def draw_notebook(notebook: nbformat.NotebookNode, renderer: MermaidRenderer) -> None:
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown" and has_diagram(cell.source):
-            cell.source = renderer.markdown(cell.source)
+def _unchanged(markdown: str) -> str:
+    return markdown
 
 
 def prepare(notebooks: list[Path], watch: Stopwatch) -> BookContent:
-    """Everything both editions share: executed notebooks, pages, drawn diagrams."""
+    """Everything both editions share: the notebooks executed in quick mode, the pages,
+    every diagram drawn."""
     executed = {}
-    for path in notebooks:
-        with watch.step(f"run {path.name}"):
-            executed[path.name] = execute(path)
+    with quick_mode():
+        for path in notebooks:
+            with watch.step(f"run {path.name}"):
+                executed[path.name] = execute(path)
     pages = [README, *docs_pages()]
+    markdown_cells = [
+        cell
+        for notebook in executed.values()
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+    ]
+    sources = [page.read_text(encoding="utf-8") for page in pages]
     with watch.step("draw the diagrams"), ExitStack() as stack:
-        texts = {page: page.read_text(encoding="utf-8") for page in pages}
-        cells = [c.source for nb in executed.values() for c in nb.cells]
-        renderer = None
-        if any(has_diagram(text) for text in [*texts.values(), *cells]):
-            renderer = stack.enter_context(mermaid_renderer())
-            for notebook in executed.values():
-                draw_notebook(notebook, renderer)
-        step = renderer.markdown if renderer else (lambda text: text)
+        step: MarkdownStep = _unchanged
+        if any(has_diagram(text) for text in [*sources, *(c.source for c in markdown_cells)]):
+            step = stack.enter_context(mermaid_renderer()).markdown
+            for cell in markdown_cells:
+                cell.source = step(cell.source)
         drawn = {page: page_text(page, step) for page in pages}
     return BookContent(
         readme=drawn[README],
