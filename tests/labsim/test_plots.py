@@ -10,8 +10,8 @@ from matplotlib import pyplot as plt
 from matplotlib.colors import to_hex
 from matplotlib.container import BarContainer
 
-from labsim import ARCHITECTURES
-from labsim.study import plots
+from labsim import ARCHITECTURES, simulate
+from labsim.study import plots, scenarios
 from labsim.study.experiments import summarize_runs
 from tests.labsim.runs import run
 
@@ -258,3 +258,45 @@ def test_rollout_draws_each_replica_through_drain_restart_and_the_new_version() 
                 assert before.get_x() + before.get_width() == pytest.approx(after.get_x())
             assert bars[-1].get_x() + bars[-1].get_width() == pytest.approx(end_s)
     assert figure.axes[-1].get_xlim() == (380.0, end_s)
+
+
+def test_through_a_spike_draws_a_line_per_setting_over_the_shaded_spike() -> None:
+    # Not `run`: a spike's queues do not settle within the window, so Little's law's check
+    # on a finite window does not apply.
+    results = {
+        policy: simulate(
+            scenarios.build("overload", shed_policy=policy, horizon_s=600.0), "mrtr", 7
+        )
+        for policy in ("none", "mrtr-offload")
+    }
+    figure = plots.through_a_spike(
+        results,
+        [("queued_requests", "requests queued"), ("in_flight_calls", "calls in flight")],
+        {"none": "tab:grey", "mrtr-offload": "tab:blue"},
+        spike=(450.0, 510.0),
+        window=(400.0, 600.0),
+        title="a spike",
+    )
+    queued, in_flight = figure.axes
+    assert figure.get_suptitle() == "a spike" and in_flight.get_xlim() == (400.0, 600.0)
+    none, offload = (line for line in queued.get_lines())
+    assert (none.get_label(), offload.get_label()) == ("none", "mrtr-offload")
+    # The later line is narrower, so where the two coincide both stay visible.
+    assert offload.get_linewidth() < none.get_linewidth()
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert legend == ["none", "mrtr-offload", "the spike"]
+
+
+def test_autoscaling_marks_each_scaling_and_names_every_replica() -> None:
+    results = {a: run("autoscale", a, seed=8) for a in ("sticky", "mrtr")}
+    figure = plots.autoscaling(results)
+    billed = figure.axes[0]
+    ticks = [t for t in billed.get_yticks() if billed.get_ylim()[0] <= t <= billed.get_ylim()[1]]
+    assert all(float(t).is_integer() for t in ticks)
+    scalings = results["sticky"].events.query("kind in ['scale-out', 'scale-in']")
+    marks = [line for line in billed.get_lines() if line.get_label() in ("scale-out", "scale-in")]
+    assert len(marks) == len(scalings)
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    replicas = int(results["sticky"].replicas["replica"].max()) + 1
+    assert legend == [f"replica {k}" for k in range(replicas)] + ["scale-out", "scale-in"]
+    assert all(ax.get_ylabel() for ax in figure.axes)

@@ -13,6 +13,7 @@ from labsim.study.plots.comparisons import (
     share_sweep,
     write_figures,
 )
+from labsim.study.plots.load_runs import autoscaling, through_a_spike
 from labsim.study.plots.panels import Panel, headline_bars, sweep_panels
 from labsim.study.plots.runs import ROLLOUT_STATES, latency_cdf, rollout, timeline
 from labsim.study.plots.style import COLOURS, LABELS, LINES
@@ -23,6 +24,7 @@ __all__ = [
     "LINES",
     "ROLLOUT_STATES",
     "Panel",
+    "autoscaling",
     "clipped_errors",
     "comparison_grid",
     "cost_bars",
@@ -31,6 +33,7 @@ __all__ = [
     "rollout",
     "share_sweep",
     "sweep_panels",
+    "through_a_spike",
     "timeline",
     "write_figures",
 ]

@@ -67,9 +67,14 @@ def cost_bars(comparison: pd.DataFrame, scenario: str = "steady", ax: Axes | Non
         bottom += heights
     ax.set_ylabel("cost per million calls (USD)")
     ax.set_title(f"Who pays: {scenario}")
-    ax.legend()
+    # Under the bars' names, not over the bars.
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3, fontsize="small", frameon=False
+    )
     ax.grid(True, axis="y", alpha=0.3)
-    return cast(Figure, ax.figure)
+    figure = cast(Figure, ax.figure)
+    figure.tight_layout()
+    return figure
 
 
 def comparison_grid(
