@@ -38,6 +38,10 @@
 # 3. Latency and cost per million calls at one load, with confidence intervals.
 # 4. How that changes as the load grows, and which limit each one meets first.
 # 5. How to play with replicas, think time, store latency and prices yourself (sliders).
+#
+# A line starting with ✓ is a sentence of this notebook checked against the results just
+# computed: if the model changes so that it no longer holds, the notebook stops there and
+# says what changed.
 
 # %% tags=["parameters"]
 import os
@@ -58,6 +62,7 @@ import numpy as np
 import pandas as pd
 import result_tables
 from answers import hidden_answer
+from claims import claim
 from IPython.display import display
 
 import labsim
@@ -175,6 +180,18 @@ result_tables.column(
 # %%
 fig = plots.timeline(list(runs.values()), series=("in_flight_calls", "open_streams", "held_bytes"))
 plt.show()
+in_flight = {name: run.timeline["in_flight_calls"].mean() for name, run in runs.items()}
+claim(
+    max(in_flight.values()) - min(in_flight.values()) < 0.02 * max(in_flight.values()),
+    "calls in flight are the same for all three (within 2%)",
+    mean_in_flight=in_flight,
+)
+mrtr_holds = runs["mrtr"].timeline[["open_streams", "held_bytes"]].max()
+claim(
+    (mrtr_holds == 0).all(),
+    "for MRTR the two lower panels stay at zero",
+    mrtr_peak=mrtr_holds.to_dict(),
+)
 
 # %% [markdown]
 # Calls in flight are the same for all three: the same users think for the same time.
@@ -199,6 +216,15 @@ result_tables.column(
         "simulated mean open streams": sticky.summary["mean_open_streams"],
     },
     "sticky load balancer",
+)
+
+# %%
+little = arrival_rate * mean_held_s
+claim(
+    abs(little - sticky.summary["mean_open_streams"]) < 0.1 * little,
+    "Little's law and the simulation agree within the noise of a single run (10%)",
+    littles_law=round(little, 1),
+    simulated=round(sticky.summary["mean_open_streams"], 1),
 )
 
 # %% [markdown]
@@ -238,10 +264,17 @@ result_tables.readable(
 
 # %% [markdown]
 # Server latency (the user's own thinking taken out) is nearly the same for all three:
-# the server's work dominates, and the store adds a round trip per answer. The latency
-# distributions of the single runs above:
+# the server's work dominates, and the store adds a round trip per answer, a fraction of
+# a millisecond. The latency distributions of the single runs above:
 
 # %%
+means = comparison.pivot(index="architecture", columns="metric", values="mean")
+p50_ms = means["p50_latency_s"] * 1e3
+claim(
+    p50_ms.max() - p50_ms.min() < 0.05 * p50_ms.min(),
+    "server latency is nearly the same for all three (median within 5%)",
+    p50_ms=p50_ms.round(2).to_dict(),
+)
 fig = plots.latency_cdf(list(runs.values()))
 plt.show()
 
@@ -261,7 +294,27 @@ print(f"one replica costs {one_replica_usd:.4f} USD per hour at the default pric
 # %% [markdown]
 # At this load the bill is mostly replicas, and the three architectures need the same
 # number of them: the memory held fits easily in each replica. The store is the legacy
-# store architecture's extra, and a large one at a small deployment's scale.
+# store architecture's extra, and a large one at a small deployment's scale: a fifth of
+# its bill or more.
+
+# %%
+replicas_share = means["cost_replicas_usd"] / means["cost_total_usd"]
+store_share = means["cost_store_usd"] / means["cost_total_usd"]
+claim(
+    (replicas_share[["sticky", "mrtr"]] > 0.9).all() and replicas_share["sse-store"] > 0.5,
+    "the bill is mostly replicas",
+    replicas_share=replicas_share.round(3).to_dict(),
+)
+claim(
+    means["peak_held_bytes"].max() < 0.1 * params.cluster.memory_gb_per_replica * 1e9,
+    "the memory held fits easily in each replica (under a tenth of one replica's memory)",
+    peak_held_mb=(means["peak_held_bytes"] / 1e6).round(1).to_dict(),
+)
+claim(
+    store_share["sse-store"] >= 0.2 and (store_share[["sticky", "mrtr"]] == 0).all(),
+    "the store is the store architecture's extra: a fifth of its bill or more",
+    store_share=store_share.round(3).to_dict(),
+)
 #
 # ## 4. A sweep of load
 #
@@ -316,9 +369,48 @@ plt.show()
 # - CPU grows the same for all three: the work is the same work.
 # - Open streams and held memory grow in proportion to the load for the legacy
 #   architectures and stay at zero for MRTR. With the default tool (its CPU per round is
-#   in the table of section 2) the workers run out before the connections do; a lighter
+#   in the table of section 2) the workers would run out before the connections do: the
+#   two lines, carried on past the sweep, reach their limits in that order. A lighter
 #   tool reaches the connection limit first (exercise 1).
-# - Latency stays flat until the workers saturate, then rises for everyone.
+# - Latency stays flat while the workers have room and rises for everyone as they fill
+#   (here from about half busy, at the top of the sweep).
+
+# %%
+by_rate = sweep.pivot_table(
+    index=["architecture", "arrival_rate_per_s"], columns="metric", values="mean"
+)
+utilization = by_rate["utilization"].unstack("architecture")
+claim(
+    (utilization.max(axis=1) - utilization.min(axis=1) < 0.01).all(),
+    "CPU grows the same for all three",
+    utilization=utilization.round(3).to_dict(),
+)
+streams = by_rate["peak_open_streams"].unstack("architecture")
+claim(
+    (streams["mrtr"] == 0).all()
+    and all(streams[name].is_monotonic_increasing for name in ("sse-store", "sticky")),
+    "open streams grow with the load for the legacy architectures and stay at zero for MRTR",
+    peak_open_streams=streams.to_dict(),
+)
+# Carried on past the sweep: each grows in proportion to the load (fit through zero).
+rates = utilization.index.to_numpy(dtype=float)
+cpu_full_at = 1.0 / (utilization["sticky"].to_numpy() @ rates / (rates @ rates))
+per_replica = streams["sticky"].to_numpy() / REPLICAS
+connections_full_at = params.cluster.connection_limit / (per_replica @ rates / (rates @ rates))
+claim(
+    cpu_full_at < connections_full_at,
+    "with the default tool the workers run out before the connections do",
+    workers_full_at_calls_per_s=round(cpu_full_at),
+    connections_full_at_calls_per_s=round(connections_full_at),
+)
+p95 = by_rate["p95_latency_s"].unstack("architecture")
+roomy = utilization["sticky"] < 0.3
+claim(
+    (p95[roomy].max() < 1.1 * p95[roomy].min()).all()
+    and (p95.iloc[-1] > 1.1 * p95[roomy].max()).all(),
+    "latency stays flat while the workers have room, and rises for everyone as they fill",
+    p95_ms=(p95 * 1e3).round(1).to_dict(),
+)
 #
 # ## 5. Your turn: sliders
 #
@@ -418,8 +510,9 @@ display(sliders)
 #
 # ## Exercises
 #
-# Solutions are in the collapsed cells under each exercise: click the three dots to open
-# one, after you have tried.
+# Each exercise has its answer under it, behind a **Show answer** button: what the
+# solution finds and why, beside what its code prints. Try first. The solution's code is
+# folded in the cell above the button; click the cell's collapsed-input bar (⋯) to read it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 1.** Most MCP tools are thin: they call an API and return. Run the load
@@ -430,7 +523,17 @@ display(sliders)
 # now, and at roughly what load? What does MRTR meet first?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    With a thin tool the sticky replica runs out of **connections** first: each held
+    call keeps one open while its user thinks, and at the top of the sweep the held
+    streams reach the connection limit while the CPU is still far from busy. Calls that
+    find no connection fail.
+
+    MRTR holds no connection between rounds, so it never meets that limit: only the
+    **CPU** limit, much further up.
+    """
+):
     thin = study.sweep(
         "steady",
         "arrival_rate_per_s",
@@ -449,8 +552,20 @@ with hidden_answer():
         )
     )
     print("connection limit per replica:", params.cluster.connection_limit)
-    # The sticky replica runs out of connections (calls fail) while its CPU is still far from
-    # busy; MRTR holds no connection between rounds and only ever meets the CPU limit.
+    top = thin[thin["arrival_rate_per_s"] == thin["arrival_rate_per_s"].max()]
+    top = top.pivot(index="architecture", columns="metric", values="mean")
+    claim(
+        top.loc["sticky", "peak_open_streams"] >= 0.99 * params.cluster.connection_limit
+        and top.loc["sticky", "failed"] > 0
+        and top.loc["sticky", "utilization"] < 0.5,
+        "the sticky replica runs out of connections, its CPU far from busy, and calls fail",
+        sticky=top.loc["sticky", ["peak_open_streams", "failed", "utilization"]].to_dict(),
+    )
+    claim(
+        top.loc["mrtr", "peak_open_streams"] == 0 and top.loc["mrtr", "failed"] == 0,
+        "MRTR holds no connection between rounds and fails no call",
+        mrtr=top.loc["mrtr", ["peak_open_streams", "failed"]].to_dict(),
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** Predict, with Little's law and no simulation, the mean number of open
@@ -460,7 +575,17 @@ with hidden_answer():
 # it and compare. Why is the simulation lower than your first estimate?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    Little's law with the uncapped lognormal mean gives far more streams than the
+    simulation. Two things shorten the real hold: an unanswered question **times out**
+    (`answer_timeout_s`), which cuts the lognormal's long tail, so the mean hold is
+    `E[min(T, timeout)]`, much less than the uncapped mean; and users who walk away do
+    not come back for a second question.
+
+    With the timeout in the estimate, Little's law lands close to the simulated mean.
+    """
+):
     from scipy import stats
 
     sigma = params.workload.think_sigma
@@ -476,8 +601,16 @@ with hidden_answer():
     print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions * uncapped_mean_s:.0f} streams")
     print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions * per_question_s:.0f} streams")
     print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
-    # The lognormal's long tail is cut by the answer timeout, so the mean hold is shorter than
-    # the uncapped mean; users who walk away also do not come back for a second question.
+    uncapped = ARRIVAL_RATE_PER_S * questions * uncapped_mean_s
+    capped = ARRIVAL_RATE_PER_S * questions * per_question_s
+    simulated_streams = slow.summary["mean_open_streams"]
+    claim(
+        simulated_streams < uncapped and abs(capped - simulated_streams) < 0.2 * simulated_streams,
+        "the simulation is below the uncapped estimate, and close to the one with the timeout",
+        uncapped=round(uncapped),
+        with_timeout=round(capped),
+        simulated=round(simulated_streams),
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** At which price of Redis per GB-hour would the store architecture cost
@@ -486,7 +619,18 @@ with hidden_answer():
 # then check with the sliders or a simulation.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    The store's bill is hours × billed GB × price, plus its operations. Only the first
+    part moves with the price, in proportion; the rest of the gap (the operations, and
+    MRTR's little extra egress) stays. So the break-even price is the current one scaled
+    down by the share of the gap the hourly part must cover: a price **far below** what
+    ElastiCache charges.
+
+    Simulated at that price, the two architectures cost about the same per million
+    calls.
+    """
+):
     means = comparison.pivot(index="metric", columns="architecture", values="mean")
     per_million = 1e6 / means.loc["calls"]
     cost = means.loc["cost_per_million_calls_usd"]
@@ -495,9 +639,6 @@ with hidden_answer():
         f"at {params.cost.store_gb_hour_usd} USD/GB-hour the store architecture costs {gap:.2f} USD"
     )
     print("more per million calls than MRTR")
-    # The store's bill is hours x billed GB x price, plus its operations. Only the first part
-    # moves with the price, in proportion; the rest of the gap (operations, MRTR's extra egress)
-    # stays.
     ops_usd = means.loc["store_ops", "sse-store"] * params.cost.store_usd_per_million_ecpu / 1e6
     hourly_per_million = (means.loc["cost_store_usd", "sse-store"] - ops_usd) * per_million[
         "sse-store"
@@ -516,3 +657,12 @@ with hidden_answer():
         store_gb_hour_usd=max(break_even, 0.0),
     )
     display(result_tables.readable(check, ["cost_per_million_calls_usd"]))
+    costs = check[check["metric"] == "cost_per_million_calls_usd"].set_index("architecture")
+    claim(
+        break_even < params.cost.store_gb_hour_usd
+        and abs(costs.loc["sse-store", "mean"] - costs.loc["mrtr", "mean"])
+        < 0.02 * costs.loc["mrtr", "mean"],
+        "at the break-even price the two cost the same (within 2%)",
+        break_even_usd_per_gb_hour=round(break_even, 4),
+        cost=costs["mean"].to_dict(),
+    )

@@ -31,6 +31,10 @@
 #    MRTR offload: queues, goodput, tail latency and wasted work.
 # 3. Where offloading helps and where it cannot: it moves work, it does not create
 #    capacity.
+#
+# A line starting with ✓ is a sentence of this notebook checked against the results just
+# computed: if the server or the model changes so that it no longer holds, the notebook
+# stops there and says what changed.
 
 # %% tags=["parameters"]
 import os
@@ -45,28 +49,27 @@ SPIKE_S = 60.0  # how long the spike lasts
 # A balancer that does not see queue lengths; several independent round-robin balancer
 # nodes look like this from any one replica.
 LB_POLICY = "random"
-SPIKE_FACTORS = [6, 10, 12, 14] if QUICK else [4, 6, 8, 10, 11, 12, 13, 14, 16]
+SPIKE_FACTORS = [6, 12, 14, 16] if QUICK else [4, 6, 8, 10, 11, 12, 13, 14, 16]
 SEED = 11
 
 # %%
-import base64
 import time
 
+import live_figures
 import matplotlib.pyplot as plt
 import pandas as pd
 import result_tables
 from answers import hidden_answer
+from claims import claim
 from IPython.display import display
+from lab_deployment import LabDeployment
 
 import labsim
 from labsim import study
 from labsim.model.tools import requests_per_call
 from labsim.study import plots
-from labsim.study.experiments import RunSpec, run_many
 from labsim.study.plots import Panel
-from server.app import create_app
 from server.client import MrtrClient
-from server.config import ServerConfig, StateKey
 from server.tools.crunch import crunch_start, crunch_units
 
 # %% [markdown]
@@ -79,21 +82,18 @@ from server.tools.crunch import crunch_start, crunch_units
 # sealed in `requestState`.
 #
 # Two in-process replicas, A and B, sharing their keys. We send the rounds by hand,
-# alternating A and B, as a load balancer might.
+# alternating A and B, as a load balancer might. (A deployed replica hands heavy tool
+# work to worker processes at a low CPU priority, `server/core/cpu_pool.py`; here the
+# hashing runs on each replica's own event loop, `cpu_inline_max_ms`, so the timings
+# below are the work's, not how busy this machine's other programs keep its cores.)
 
 # %%
-STATE_KEY = StateKey("k1", os.urandom(32))
-JWT_SECRET = base64.b64encode(os.urandom(32)).decode()
-
-
-def replica_app(replica_id: str, **settings) -> object:
-    """An in-process replica with this notebook's keys and token secret."""
-    options = {"state_keys": (STATE_KEY,), "jwt_secret": JWT_SECRET, **settings}
-    return create_app(ServerConfig(replica_id=replica_id, **options))
-
-
+lab = LabDeployment()
+ON_THE_LOOP_MS = 60_000  # crunch estimated under this runs on the replica's loop
 replicas = {
-    name: MrtrClient.for_app(replica_app(name, shed_every_units=SHED_EVERY_UNITS))
+    name: MrtrClient.for_app(
+        lab.app(name, shed_every_units=SHED_EVERY_UNITS, cpu_inline_max_ms=ON_THE_LOOP_MS)
+    )
     for name in ("A", "B")
 }
 call = replicas["A"].exchange(
@@ -124,10 +124,27 @@ moved.round(1)
 # that worked on the call, in order, and the digest:
 
 # %%
+handed_on = moved.iloc[:-1]
+claim(
+    (handed_on["result type"] == "input_required").all()
+    and (handed_on["questions asked"] == 0).all()
+    and (handed_on["requestState returned (bytes)"] > 0).all()
+    and moved.iloc[-1]["result type"] == "complete",
+    "every round but the last is an input_required with a state and no question",
+    rounds=moved[["result type", "questions asked"]].to_dict("records"),
+)
 result = call.result["structuredContent"]
-started = time.perf_counter()
-on_one_machine = crunch_units(crunch_start(), 0, CRUNCH_UNITS)
-alone_ms = (time.perf_counter() - started) * 1e3
+alone_ms = float("inf")
+for _ in range(3):  # the best of three, so that another program's moment does not count
+    started = time.perf_counter()
+    on_one_machine = crunch_units(crunch_start(), 0, CRUNCH_UNITS)
+    alone_ms = min(alone_ms, (time.perf_counter() - started) * 1e3)
+on_replicas_ms = moved["time on the replica (ms)"].sum()
+claim(
+    result["digest"] == on_one_machine and result["replicas"] == list(moved["served by"]),
+    "the call moved A -> B -> A -> B and arrived at the digest of one go",
+    replicas=result["replicas"],
+)
 result_tables.column(
     {
         "replicas, in order": " -> ".join(result["replicas"]),
@@ -135,32 +152,16 @@ result_tables.column(
         "digest computed here in one go": on_one_machine[:32] + "...",
         "identical": result["digest"] == on_one_machine,
         "time in one go, here (ms)": alone_ms,
-        "time on the replicas, all rounds (ms)": moved["time on the replica (ms)"].sum(),
+        "time on the replicas, all rounds (ms)": on_replicas_ms,
     },
     "crunch",
     digits=1,
 )
 
 # %%
-fig, ax = plt.subplots(figsize=(8, 3))
-left = 0.0
-colours = {"A": "tab:purple", "B": "tab:olive"}
-for number, row in moved.iterrows():
-    width = row["time on the replica (ms)"]
-    ax.barh(0, width, left=left, color=colours[row["served by"]], edgecolor="white")
-    ax.text(left + width / 2, 0, f"round {number}", ha="center", va="center", color="white")
-    left += width
-ax.barh(-1, alone_ms, color="tab:grey")
-ax.set_yticks([0, -1], ["moving A <-> B", "one go, in this process"])
-ax.set_xlabel("elapsed time (ms)")
-ax.set_title(f"crunch of {CRUNCH_UNITS:,} steps: the same work, cut into slices")
-ax.legend(
-    [plt.Rectangle((0, 0), 1, 1, color=c) for c in (*colours.values(), "tab:grey")],
-    ["replica A", "replica B", "computed here"],
-    loc="lower right",
-    fontsize="small",
+fig = live_figures.crunch_slices(
+    moved, alone_ms, f"crunch of {CRUNCH_UNITS:,} steps: the same work, cut into slices"
 )
-fig.tight_layout()
 plt.show()
 
 # %% [markdown]
@@ -169,6 +170,13 @@ plt.show()
 # thrown each slice away, and the call would start again from step 0 on the next replica.
 
 # %%
+claim(
+    on_replicas_ms < 2 * alone_ms + 10 * len(moved),
+    "the slices add up to about the work of one go, plus a little per move (less than "
+    "twice it, with 10 ms a round to spare on a shared machine)",
+    on_replicas_ms=round(on_replicas_ms, 1),
+    alone_ms=round(alone_ms, 1),
+)
 for client in replicas.values():
     client.close()
 
@@ -187,72 +195,102 @@ for client in replicas.values():
 #
 # The legacy architectures cannot carry progress, so for them offload falls back to 503.
 
-
 # %%
-def spike_run(policy: str, architecture: str = "mrtr", **overrides) -> RunSpec:
-    """One overload run of `architecture` under shedding `policy`."""
-    settings = {
-        "shed_policy": policy,
-        "replicas": REPLICAS,
-        "lb_policy": LB_POLICY,
-        "factor": SPIKE_FACTOR,
-        "duration_s": SPIKE_S,
-        "horizon_s": 600.0,
-        **overrides,
-    }
-    labels = (("policy", policy), *overrides.items())
-    return RunSpec(study.scenarios.build("overload", **settings), architecture, SEED, labels)
-
-
+SPIKE = {
+    "replicas": REPLICAS,
+    "lb_policy": LB_POLICY,
+    "factor": SPIKE_FACTOR,
+    "duration_s": SPIKE_S,
+    "horizon_s": 600.0,
+}
 POLICIES = ("none", "reject-503", "mrtr-offload")
-timelines = {policy: labsim.simulate(spike_run(policy).params, "mrtr", SEED) for policy in POLICIES}
+timelines = {
+    policy: labsim.simulate(
+        study.scenarios.build("overload", shed_policy=policy, **SPIKE), "mrtr", SEED
+    )
+    for policy in POLICIES
+}
 spike = timelines["none"].events.query("kind in ['spike-start', 'spike-end']")
 result_tables.events(spike)
 
 # %%
 POLICY_COLOURS = {"none": "tab:grey", "reject-503": "tab:red", "mrtr-offload": "tab:blue"}
-fig, axes = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
-for policy, run in timelines.items():
-    frame = run.timeline
-    axes[0].plot(
-        frame["time_s"], frame["queued_requests"], color=POLICY_COLOURS[policy], label=policy
-    )
-    axes[1].plot(
-        frame["time_s"], frame["in_flight_calls"], color=POLICY_COLOURS[policy], label=policy
-    )
-for ax in axes:
-    ax.axvspan(*spike["time_s"], color="gold", alpha=0.2, label="spike")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small", loc="upper right")
-axes[0].set_ylabel("requests queued\nfor a worker")
-axes[1].set_ylabel("calls in flight")
-axes[1].set_xlabel("simulated time (s)")
-axes[1].set_xlim(spike["time_s"].iloc[0] - 60, spike["time_s"].iloc[1] + 120)
-axes[0].set_title(f"A {SPIKE_FACTOR:g}x spike on {REPLICAS} MRTR replicas, by shedding policy")
-fig.tight_layout()
+spike_start_s, spike_end_s = spike["time_s"]
+fig = plots.through_a_spike(
+    timelines,
+    [("queued_requests", "requests queued\nfor a worker"), ("in_flight_calls", "calls in flight")],
+    POLICY_COLOURS,
+    spike=(spike_start_s, spike_end_s),
+    window=(spike_start_s - 60, spike_end_s + 120),
+    title=f"A {SPIKE_FACTOR:g}x spike on {REPLICAS} MRTR replicas, by shedding policy",
+)
 plt.show()
 
 # %% [markdown]
-# The queues during the spike look alike for *none* and *offload*: the spike is beyond
-# what the replicas can do (section 3 computes their capacity), so work moved from a busy
-# replica lands on another busy replica. *reject-503* looks worse after the spike, not
-# better: every rejected request comes back after its backoff, on top of new arrivals,
-# and its first half is done again. Calls in flight stay high long after the spike ends.
-#
-# The numbers, for MRTR and for the two legacy architectures:
+# The queues during the spike look alike for *none* and *offload* (offload's a little
+# shorter): the spike is beyond what the replicas can do (section 3 computes their
+# capacity), so work moved from a busy replica lands on another busy replica.
+# *reject-503* looks worse, not better: every rejected request comes back after its
+# backoff, on top of new arrivals, and its first half is done again, so its queue grows
+# far longer during the spike and takes a while to drain after it, when the others' are
+# already empty.
+
 
 # %%
-specs = [
-    spike_run(policy, architecture)
-    for architecture in labsim.ARCHITECTURES
+def at(policy: str, column: str, time_s: float) -> float:
+    """A policy's timeline value at `time_s` (the last sample at or before it)."""
+    frame = timelines[policy].timeline
+    return float(frame.loc[frame["time_s"] <= time_s, column].iloc[-1])
+
+
+during = {
+    policy: timelines[policy]
+    .timeline.query("@spike_start_s <= time_s <= @spike_end_s")["queued_requests"]
+    .mean()
     for policy in POLICIES
-    if policy != "mrtr-offload" or architecture == "mrtr"
-]
-spike_runs = run_many(specs, processes=2)
+}
+claim(
+    during["mrtr-offload"] <= during["none"]
+    and during["mrtr-offload"] > 0.75 * during["none"]
+    and during["reject-503"] > 3 * during["none"],
+    "during the spike the queues of none and offload look alike, offload's a little shorter; "
+    "503's grows far longer",
+    mean_queued=during,
+)
+after = {policy: at(policy, "queued_requests", spike_end_s + 10) for policy in POLICIES}
+claim(
+    after["reject-503"] > 10 * max(after["none"], after["mrtr-offload"], 1.0),
+    "ten seconds after the spike 503's queue is still draining; the others' are (nearly) empty",
+    queued_ten_seconds_after=after,
+)
+
+# %% [markdown]
+# The numbers, for MRTR and for the two legacy architectures (`study.sweep` over the
+# shedding policy, one run each):
+
+# %%
+settings = {"replications": 1, "seed": SEED, "processes": 2}
+spike_table = pd.concat(
+    [
+        study.sweep(
+            "overload",
+            "shed_policy",
+            ["none", "reject-503"],
+            architectures=("sse-store", "sticky"),
+            **settings,
+            **SPIKE,
+        ),
+        study.sweep(
+            "overload", "shed_policy", POLICIES, architectures=("mrtr",), **settings, **SPIKE
+        ),
+    ],
+    ignore_index=True,
+)
+spike_runs = result_tables.wide(spike_table, ["architecture", "shed_policy"])
 spike_runs["architecture"] = spike_runs["architecture"].map(result_tables.label)
 columns = {
     "architecture": "architecture",
-    "policy": "shedding policy",
+    "shed_policy": "shedding policy",
     "completed": "completed",
     "failed": "failed",
     "goodput_per_s": "goodput (calls/s)",
@@ -261,16 +299,38 @@ columns = {
     "offloads": "offloads",
     "retries": "retried requests",
 }
-spike_runs[list(columns)].rename(columns=columns).set_index(
-    ["architecture", "shedding policy"]
-).round(2)
+spike_runs = spike_runs[list(columns)].rename(columns=columns)
+spike_runs = spike_runs.set_index(["architecture", "shedding policy"])
+result_tables.whole_numbers(spike_runs.round(2))
 
 # %% [markdown]
 # Read it as a budget. *Goodput* is calls completed per second over the measured window;
 # *wasted CPU* is work done and thrown away. Under 503 the cluster spends a large part of
 # its CPU on halves that are discarded, and many calls give up after their retries: the
 # spike becomes a retry storm. Offloading wastes nothing and keeps every call.
-#
+
+# %%
+for architecture in spike_runs.index.get_level_values("architecture").unique():
+    none, rejected = (
+        spike_runs.loc[(architecture, "none")],
+        spike_runs.loc[(architecture, "reject-503")],
+    )
+    claim(
+        rejected["wasted CPU (s)"] > 0
+        and rejected["failed"] > 0.2 * rejected["completed"]
+        and rejected["goodput (calls/s)"] < none["goodput (calls/s)"] / 2,
+        f"{architecture}: under 503 CPU is wasted, many calls give up, goodput halves",
+        none=none.to_dict(),
+        reject_503=rejected.to_dict(),
+    )
+offload = spike_runs.loc[(result_tables.label("mrtr"), "mrtr-offload")]
+claim(
+    offload["wasted CPU (s)"] == 0 and offload["failed"] == 0 and offload["offloads"] > 0,
+    "offloading wastes nothing and keeps every call",
+    offload=offload.to_dict(),
+)
+
+# %% [markdown]
 # ## 3. Where offloading helps: near capacity
 #
 # Offloading moves work to a replica with a shorter queue. That helps when there *is* a
@@ -279,40 +339,59 @@ spike_runs[list(columns)].rename(columns=columns).set_index(
 # each of its rounds, and the cluster has `REPLICAS x workers_per_replica` workers:
 
 # %%
-base = spike_run("none").params
+base = study.scenarios.build("overload", **SPIKE)
 rounds_per_call = requests_per_call(base.workload.tools, base.workload.tool_mix)
 work_per_call_s = rounds_per_call * (
     base.workload.round_cpu.mean_s + base.workload.request_overhead_s
 )
 capacity = REPLICAS * base.cluster.workers_per_replica / work_per_call_s
+fills_at = capacity / base.workload.arrival_rate_per_s
+claim(
+    fills_at < SPIKE_FACTOR,
+    f"section 2's {SPIKE_FACTOR:g}x spike is beyond what the replicas can do",
+    spike_factor_that_fills_it=round(fills_at, 2),
+)
 result_tables.column(
     {
         "normal arrival rate (calls/s)": base.workload.arrival_rate_per_s,
         "CPU per call (ms)": work_per_call_s * 1e3,
         "cluster capacity (calls/s)": capacity,
-        "spike factor that fills it": capacity / base.workload.arrival_rate_per_s,
+        "spike factor that fills it": fills_at,
     },
     "capacity",
 )
 
 # %% [markdown]
-# A sweep of the spike's size, on either side of that capacity (dotted line):
+# A sweep of the spike's size (`study.sweep` over the spike factor, for each policy), on
+# either side of that capacity (dotted line):
 
 # %%
-sweep_specs = [spike_run(policy, factor=factor) for factor in SPIKE_FACTORS for policy in POLICIES]
-by_factor = run_many(sweep_specs, processes=2)
+by_factor = pd.concat(
+    [
+        study.sweep(
+            "overload",
+            "factor",
+            SPIKE_FACTORS,
+            architectures=("mrtr",),
+            **settings,
+            **{**SPIKE, "shed_policy": policy},
+        ).assign(policy=policy)
+        for policy in POLICIES
+    ],
+    ignore_index=True,
+)
 panels = [
     Panel("p99_latency_s", "p99 server latency (s)", yscale="log"),
     Panel("goodput_per_s", "goodput (calls/s)"),
     Panel("wasted_cpu_s", "wasted CPU (s)"),
 ]
 fig = plots.sweep_panels(
-    by_factor.melt(["factor", "policy"], [p.metric for p in panels], "metric", "mean"),
+    by_factor,
     "factor",
     panels,
     by="policy",
     colours=POLICY_COLOURS,
-    marks=[(capacity / base.workload.arrival_rate_per_s, "capacity")],
+    marks=[(fills_at, "capacity")],
     xlabel="spike (x the normal arrival rate)",
     title=f"{REPLICAS} MRTR replicas, {SPIKE_S:g} s spikes of growing size",
 )
@@ -322,17 +401,54 @@ plt.show()
 # What to notice:
 #
 # - **Small spikes**: queues stay short, nobody sheds, the three policies are the same.
-# - **Near capacity**: some replicas are swamped while others are not. Offloading moves
-#   half-done calls to the others and cuts the tail latency; 503 cuts queues too, but
-#   pays with wasted work and backoff delays.
-# - **Beyond capacity**: there is no idle replica to move work to. Offload matches no
-#   shedding (nothing is lost, nothing gained), while 503 collapses into a retry storm.
+# - **Near capacity** (within about a sixth of it either way): some replicas are swamped
+#   while others are not. Offloading moves half-done calls to the others and cuts the
+#   tail latency; 503 cuts queues too, but pays with wasted work and backoff delays.
+# - **Well beyond capacity**: there is no idle replica to move work to. Offload about
+#   matches no shedding (nothing is lost, little gained), while 503 collapses into a
+#   retry storm.
+#
+# One run per point scatters: read the trend over the points of each band, not a single
+# point.
+
+# %%
+swept = result_tables.wide(by_factor, ["factor", "policy"]).set_index(["factor", "policy"])
+p99 = swept["p99_latency_s"].unstack("policy")
+smallest = min(SPIKE_FACTORS)
+small = swept.loc[smallest]
+claim(
+    (small["offloads"] == 0).all()
+    and (small["wasted_cpu_s"] == 0).all()
+    and small["p99_latency_s"].max() - small["p99_latency_s"].min() < 1e-9,
+    f"at a {smallest}x spike nobody sheds, and the three policies are the same",
+    smallest=small[["offloads", "wasted_cpu_s", "p99_latency_s"]].to_dict("index"),
+)
+near = [f for f in SPIKE_FACTORS if 0.85 * fills_at <= f <= 1.15 * fills_at]
+claim(
+    p99.loc[near, "mrtr-offload"].mean() < p99.loc[near, "none"].mean()
+    and (swept.loc[(near, "reject-503"), "wasted_cpu_s"] > 0).all(),
+    f"near capacity ({', '.join(f'{f}x' for f in near)}) offloading cuts the tail latency; "
+    "503 pays with wasted work",
+    p99_s=p99.loc[near].to_dict("index"),
+)
+beyond = [f for f in SPIKE_FACTORS if f > 1.15 * fills_at]
+goodput = swept["goodput_per_s"].unstack("policy")
+claim(
+    beyond
+    and (abs(p99.loc[beyond, "mrtr-offload"] / p99.loc[beyond, "none"] - 1) < 0.25).all()
+    and (goodput.loc[beyond, "reject-503"] < 0.75 * goodput.loc[beyond, "none"]).all(),
+    f"well beyond capacity ({', '.join(f'{f}x' for f in beyond)}) offload about matches no "
+    "shedding (p99 within a quarter), while 503 collapses",
+    p99_s=p99.loc[beyond].to_dict("index"),
+    goodput=goodput.loc[beyond].to_dict("index"),
+)
 
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are in the collapsed cells under each exercise: click the three dots to open
-# one, after you have tried.
+# Each exercise has its answer under it, behind a **Show answer** button: what the
+# solution finds and why, beside what its code prints. Try first. The solution's code is
+# folded in the cell above the button; click the cell's collapsed-input bar (⋯) to read it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 1.** In the live demo, how many rounds does a `crunch` of `CRUNCH_UNITS`
@@ -342,10 +458,23 @@ plt.show()
 # care who opens it).
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    A replica hands the call on after every `SHED_EVERY_UNITS` steps, so the call takes
+    the number of steps divided by that, **rounded up**: the last round does what is
+    left. 200,000 steps in slices of 50,000 are 4 rounds; in slices of 30,000, 7 (six
+    full slices and 20,000 steps).
+
+    `MrtrClient.run` retries a state-only `input_required` by itself, and one replica
+    serving every round reaches the same digest: the state carries the chain, whoever
+    opens it.
+    """
+):
     predicted = -(-CRUNCH_UNITS // SHED_EVERY_UNITS)  # ceiling division
     print("predicted rounds:", predicted, "| measured:", len(call.rounds))
-    with MrtrClient.for_app(replica_app("C", shed_every_units=30_000)) as single:
+    with MrtrClient.for_app(
+        lab.app("C", shed_every_units=30_000, cpu_inline_max_ms=ON_THE_LOOP_MS)
+    ) as single:
         again = single.call_tool("crunch", {"units": CRUNCH_UNITS})
     print(
         "with 30,000 steps per slice:",
@@ -354,7 +483,13 @@ with hidden_answer():
         -(-CRUNCH_UNITS // 30_000),
         "predicted",
     )
-    print("same digest:", again.result["structuredContent"]["digest"] == on_one_machine)
+    same = again.result["structuredContent"]["digest"] == on_one_machine
+    print("same digest:", same)
+    claim(
+        len(call.rounds) == predicted and len(again.rounds) == -(-CRUNCH_UNITS // 30_000) and same,
+        "the rounds are the steps divided by the slice, rounded up; the digest is the same",
+        rounds=(len(call.rounds), len(again.rounds)),
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** The checkpoint sits halfway through a request's work
@@ -363,20 +498,42 @@ with hidden_answer():
 # offload. Why does a late checkpoint hurt 503 more?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
-    checkpoint_specs = [
-        spike_run(policy, factor=12.0, checkpoint_fraction=fraction)
-        for fraction in (0.1, 0.5, 0.9)
-        for policy in ("reject-503", "mrtr-offload")
-    ]
-    checkpoints = run_many(checkpoint_specs, processes=2)
+with hidden_answer(
+    """
+    Under 503 everything done before the checkpoint is thrown away: the **later the
+    checkpoint, the bigger the discarded part**, so wasted CPU grows with the fraction.
+
+    Offload keeps the work whatever the fraction: it wastes nothing at any of them, and
+    only where the call is handed on changes.
+    """
+):
+    checkpoints = result_tables.wide(
+        pd.concat(
+            [
+                study.sweep(
+                    "overload",
+                    "checkpoint_fraction",
+                    [0.1, 0.5, 0.9],
+                    architectures=("mrtr",),
+                    **settings,
+                    **{**SPIKE, "factor": 12.0, "shed_policy": policy},
+                ).assign(policy=policy)
+                for policy in ("reject-503", "mrtr-offload")
+            ]
+        ),
+        ["checkpoint_fraction", "policy"],
+    )
     display(
         result_tables.pivot(
             checkpoints, "checkpoint_fraction", "policy", ["wasted_cpu_s", "p99_latency_s"]
         )
     )
-    # Under 503 everything done before the checkpoint is thrown away: the later the
-    # checkpoint, the bigger the discarded part. Offload keeps it whatever the fraction.
+    wasted = checkpoints.pivot(index="checkpoint_fraction", columns="policy", values="wasted_cpu_s")
+    claim(
+        wasted["reject-503"].is_monotonic_increasing and (wasted["mrtr-offload"] == 0).all(),
+        "under 503 the later the checkpoint, the more CPU wasted; offload wastes none",
+        wasted_cpu_s=wasted.to_dict(),
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** Offloading needs somewhere to put the work. Give the spike of factor 14
@@ -384,15 +541,37 @@ with hidden_answer():
 # shedding and for offload? What does that say about offloading versus autoscaling?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
-    scaled_specs = [
-        spike_run(policy, factor=14.0, replicas=replicas)
-        for replicas in (REPLICAS, REPLICAS + 2)
-        for policy in ("none", "mrtr-offload")
-    ]
-    scaled = run_many(scaled_specs, processes=2)
+with hidden_answer(
+    """
+    With two spare replicas the spike is **near capacity instead of beyond it**: tail
+    latency falls for both policies, and offloading turns the spare capacity into an
+    even shorter tail than no shedding.
+
+    Offloading spreads load; only more replicas add capacity. The two work together: new
+    replicas take offloaded calls at once, without waiting for new arrivals.
+    """
+):
+    scaled = result_tables.wide(
+        pd.concat(
+            [
+                study.sweep(
+                    "overload",
+                    "replicas",
+                    [REPLICAS, REPLICAS + 2],
+                    architectures=("mrtr",),
+                    **settings,
+                    **{**SPIKE, "factor": 14.0, "shed_policy": policy},
+                ).assign(policy=policy)
+                for policy in ("none", "mrtr-offload")
+            ]
+        ),
+        ["replicas", "policy"],
+    )
     display(result_tables.pivot(scaled, "replicas", "policy", ["p99_latency_s", "goodput_per_s"]))
-    # With spare replicas the spike is near capacity instead of beyond it, and offloading
-    # turns the spare capacity into shorter tails. Offloading spreads load; only more replicas
-    # add capacity. The two work together: new replicas take offloaded calls at once, without
-    # waiting for new arrivals.
+    p99 = scaled.pivot(index="replicas", columns="policy", values="p99_latency_s")
+    claim(
+        (p99.loc[REPLICAS + 2] < p99.loc[REPLICAS]).all()
+        and p99.loc[REPLICAS + 2, "mrtr-offload"] < p99.loc[REPLICAS + 2, "none"],
+        "more replicas shorten the tail for both, and offload shortens it further",
+        p99_s=p99.to_dict(),
+    )

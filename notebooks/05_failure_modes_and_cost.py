@@ -31,6 +31,10 @@
 # 3. What a million calls cost, item by item: replicas, store, egress.
 # 4. Where each architecture breaks as the deployment grows: the blast radius of a store
 #    outage, losses from crashes per day, the bill, and how long a rollout takes.
+#
+# A line starting with ✓ is a sentence of this notebook checked against the results just
+# computed: if the model changes so that it no longer holds, the notebook stops there and
+# says what changed.
 
 # %% tags=["parameters"]
 import os
@@ -55,13 +59,14 @@ import numpy as np
 import pandas as pd
 import result_tables
 from answers import hidden_answer
+from claims import claim
+from IPython.display import display
 from scipy import stats
 
 import labsim
 from labsim import ARCHITECTURES, study
-from labsim.model.cost import Usage, bill
+from labsim.model.cost import SECONDS_PER_HOUR, Usage, bill
 from labsim.study import plots
-from labsim.study.experiments import RunSpec, run_many
 from labsim.study.plots import Panel
 
 # %% [markdown]
@@ -96,6 +101,30 @@ plt.show()
 # The same numbers, as a table:
 
 # %%
+fault_means = faults.pivot_table(
+    index=["scenario", "architecture"], columns="metric", values="mean"
+)
+mrtr_faults = fault_means.xs("mrtr", level="architecture")
+claim(
+    (mrtr_faults["state_losses"] == 0).all() and (mrtr_faults["re_prompts"] == 0).all(),
+    "MRTR loses no call's progress and asks nobody again, whatever the fault",
+    mrtr=mrtr_faults[["state_losses", "re_prompts"]].to_dict("index"),
+)
+claim(
+    all(
+        fault_means.loc[(scenario, name), "state_losses"] > 0
+        for scenario in ("crash", "idle-timeout")
+        for name in ("sse-store", "sticky")
+    ),
+    "the legacy architectures lose calls in a crash and to an idle timeout",
+    state_losses=fault_means["state_losses"].to_dict(),
+)
+outage_failed = fault_means.loc["store-outage", "failed"]
+claim(
+    outage_failed["sse-store"] > 0 and (outage_failed[["sticky", "mrtr"]] == 0).all(),
+    "the store outage fails calls of the store architecture alone",
+    failed=outage_failed.to_dict(),
+)
 result_tables.readable(
     faults[faults["scenario"] != "steady"],
     ["completed_fraction", "failed", "lost", "state_losses", "re_prompts"],
@@ -127,8 +156,26 @@ pd.DataFrame(
 )
 
 # %% [markdown]
-# Under MRTR the replica had requests attached too (the ones it was working on), but the
-# client just sent each of them again to another replica.
+# Under MRTR nothing is attached to a replica between rounds: at most the requests it was
+# working on at that instant, milliseconds each (here none), and the client sends each
+# of those again to another replica.
+
+# %%
+attached = {
+    run.architecture: int(
+        run.events.query("kind == 'cut'")["detail"].str.split().str[0].astype(int).sum()
+    )
+    for run in crash_runs
+}
+mrtr_run = next(run for run in crash_runs if run.architecture == "mrtr")
+claim(
+    attached["mrtr"] <= crash.cluster.workers_per_replica
+    and mrtr_run.summary["state_losses"] == 0
+    and min(attached["sse-store"], attached["sticky"]) > 10 * max(attached["mrtr"], 1),
+    "under MRTR at most the requests being worked on are attached to a replica when it dies, "
+    "and none loses its progress; the legacy replicas held many calls",
+    attached=attached,
+)
 #
 # ## 2. The idle timeout: cut exactly the users who think longest
 #
@@ -167,6 +214,12 @@ idle = pd.DataFrame(
         "predicted: calls cut (%)": [100 * cut_probability(t) for t in IDLE_TIMEOUTS_S],
     }
 ).set_index("idle timeout (s)")
+gap_pp = (idle["simulated: calls cut (%)"] - idle["predicted: calls cut (%)"]).abs()
+claim(
+    gap_pp.max() < 3 and idle["simulated: calls cut (%)"].is_monotonic_decreasing,
+    "the simulation and the prediction agree within a few percentage points (under 3)",
+    gap_pp=gap_pp.round(2).to_dict(),
+)
 idle.round(2)
 
 # %%
@@ -191,7 +244,8 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# The simulation and three lines of probability agree. The fix in practice is
+# The simulation and three lines of probability agree to within a few percentage points.
+# The fix in practice is
 # keep-alives: an SSE comment every `sse_keepalive_s` resets the balancer's idle clock,
 # and the losses go away (exercise 1). MRTR has no stream to keep alive.
 #
@@ -219,6 +273,16 @@ bill_table = (
     .rename(index=result_tables.label)
 )
 bill_table.index.name = "per million calls"
+billed = bill_table.rename(index={result_tables.label(a): a for a in ARCHITECTURES})
+claim(
+    billed.loc["mrtr", "egress (USD)"] > billed.loc["sticky", "egress (USD)"]
+    and billed.loc["sse-store", "shared store (USD)"] > 0
+    and (billed.loc[["sticky", "mrtr"], "shared store (USD)"] == 0).all()
+    and billed["replicas (USD)"].max() - billed["replicas (USD)"].min() < 1e-9,
+    "MRTR's egress is a little higher, only the store architecture pays for Redis, and the "
+    "replicas cost the same for all three",
+    bill=billed.to_dict("index"),
+)
 bill_table.round(3)
 
 # %% [markdown]
@@ -243,34 +307,35 @@ bill_table.round(3)
 
 
 # %%
-def scale_run(scenario: str, replicas: int, architecture: str) -> RunSpec:
-    """A short run of `scenario` on `replicas` replicas, the fault at 130 s."""
-    params = study.scenarios.build(
-        scenario,
-        replicas=replicas,
-        arrival_rate_per_s=CALLS_PER_S_PER_REPLICA * replicas,
-        warmup_s=0.0,
-        horizon_s=140.0,
-        at_s=130.0,
-    )
-    return RunSpec(params, architecture, SEED, (("scenario", scenario), ("replicas", replicas)))
-
-
-scale = run_many(
-    [
-        scale_run(scenario, replicas, architecture)
-        for scenario in ("store-outage", "crash")
+def scale_sweep(scenario: str) -> pd.DataFrame:
+    """Short runs of `scenario` at each size in SCALE_REPLICAS, each replica carrying
+    CALLS_PER_S_PER_REPLICA, the fault at 130 s: `study.sweep` over the replicas, one size
+    at a time, since the arrival rate grows with them."""
+    return pd.concat(
+        study.sweep(
+            scenario,
+            "replicas",
+            [replicas],
+            replications=1,
+            seed=SEED,
+            processes=2,
+            arrival_rate_per_s=CALLS_PER_S_PER_REPLICA * replicas,
+            warmup_s=0.0,
+            horizon_s=140.0,
+            at_s=130.0,
+        )
         for replicas in SCALE_REPLICAS
-        for architecture in ARCHITECTURES
-    ],
-    processes=2,
-)
-outage = scale[scale["scenario"] == "store-outage"].pivot(
-    index="replicas", columns="architecture", values="failed"
-)
-per_crash = scale[scale["scenario"] == "crash"].pivot(
-    index="replicas", columns="architecture", values="state_losses"
-)
+    )
+
+
+def per_size(tidy: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """A metric of a scale sweep: a row per size, a column per architecture."""
+    rows = tidy[tidy["metric"] == metric]
+    return rows.pivot(index="replicas", columns="architecture", values="mean")
+
+
+outage = per_size(scale_sweep("store-outage"), "failed")
+per_crash = per_size(scale_sweep("crash"), "state_losses")
 per_day = per_crash.mul(per_crash.index * CRASHES_PER_REPLICA_PER_DAY, axis=0)
 pd.DataFrame(
     {
@@ -286,13 +351,11 @@ pd.DataFrame(
 # grow with the replicas, the store is one store whatever the size, and the bytes and
 # store operations per call are those the steady runs measured.
 
+
 # %%
-hour_s = 3600.0
-
-
 def cost_per_million(architecture: str, replicas: int) -> dict[str, float]:
     """Bill per million calls of one hour at `replicas` replicas, by item."""
-    calls = BILLED_CALLS_PER_S_PER_REPLICA * replicas * hour_s
+    calls = BILLED_CALLS_PER_S_PER_REPLICA * replicas * SECONDS_PER_HOUR
     per_call = steady.loc[architecture] / steady.loc[architecture, "calls"]
     usage = Usage(
         replica_hours=replicas,
@@ -336,7 +399,7 @@ result_tables.column(
 
 # %%
 rollout_h = pd.DataFrame(
-    {name: np.array(SCALE_REPLICAS) * s / 3600 for name, s in per_replica_s.items()},
+    {name: np.array(SCALE_REPLICAS) * s / SECONDS_PER_HOUR for name, s in per_replica_s.items()},
     index=pd.Index(SCALE_REPLICAS, name="replicas"),
 )
 growth = pd.concat(
@@ -370,8 +433,8 @@ fig = plots.sweep_panels(
 plt.show()
 
 # %% [markdown]
-# (Where the sticky and MRTR lines are both at zero, the dashed one is hidden.) Where each
-# architecture breaks as it grows:
+# Where the sticky and MRTR lines are both at zero, the sticky one is dashed over MRTR's.
+# Where each architecture breaks as it grows:
 #
 # - **SSE + shared store**: the store is one thing that every waiting call depends on.
 #   Its blast radius grows with the fleet: one outage fails every call waiting for an
@@ -383,11 +446,40 @@ plt.show()
 #   hundred bytes per round and microseconds of sealing, which scale with the calls, like
 #   the work itself.
 
+# %%
+total = costs["total"].unstack("architecture")
+claim(
+    outage["sse-store"].is_monotonic_increasing
+    and outage["sse-store"].iloc[-1] > 100 * max(outage["sse-store"].iloc[0], 1),
+    "one store outage fails more calls the larger the fleet",
+    failed=outage["sse-store"].to_dict(),
+)
+gap = total["sse-store"] - total["mrtr"]
+claim(
+    gap.is_monotonic_decreasing and gap.iloc[-1] < 0.05 * gap.iloc[0],
+    "the store's price fades into the replicas' bill as the fleet grows",
+    store_architecture_extra_usd=gap.round(3).to_dict(),
+)
+claim(
+    per_day["sticky"].iloc[-1] > 10 * per_day["sticky"].iloc[0]
+    and per_replica_s["sticky"] > per_replica_s["mrtr"],
+    "sticky: losses to crashes grow with the replicas, and every replica's drain waits",
+    losses_per_day=per_day["sticky"].round(2).to_dict(),
+    rollout_per_replica_s=per_replica_s,
+)
+claim(
+    (outage["mrtr"] == 0).all() and (per_crash["mrtr"] == 0).all(),
+    "MRTR: nothing to lose between rounds, at any size",
+    failed=outage["mrtr"].to_dict(),
+    lost_per_crash=per_crash["mrtr"].to_dict(),
+)
+
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are in the collapsed cells under each exercise: click the three dots to open
-# one, after you have tried.
+# Each exercise has its answer under it, behind a **Show answer** button: what the
+# solution finds and why, beside what its code prints. Try first. The solution's code is
+# folded in the cell above the button; click the cell's collapsed-input bar (⋯) to read it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 1.** Turn the SSE keep-alives back on (`sse_keepalive_s=15`) in the
@@ -396,15 +488,31 @@ plt.show()
 # the same as no keep-alives at all? (Look at `ClusterParams.keepalives_on`.)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    With a keep-alive every 15 s, something crosses every held stream well within the
+    60 s idle timeout: the balancer never sees it idle, and **no call is cut**.
+
+    A keep-alive every 90 s arrives **after** the idle timeout has already fired, so it
+    helps no one: exactly as many calls are cut as with no keep-alives at all (0 means
+    none). A keep-alive only helps if its interval is shorter than the idle timeout;
+    `ClusterParams.keepalives_on` is that test.
+    """
+):
+    cut = {}
     for interval in (15.0, 90.0, 0.0):
         chosen = base.with_overrides(sse_keepalive_s=interval)
         run = labsim.simulate(chosen, "sticky", seed=SEED)
+        cut[interval] = run.summary["state_losses"]
         print(
             f"keep-alive every {interval:>4g} s (reaches the balancer in time: "
             f"{chosen.cluster.keepalives_on}): {run.summary['state_losses']} calls cut"
         )
-    # A keep-alive only helps if it arrives before the idle timeout fires; 0 means none at all.
+    claim(
+        cut[15.0] == 0 and cut[90.0] == cut[0.0] > 0,
+        "keep-alives every 15 s cut nothing; every 90 s cut as many as none at all",
+        cut=cut,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** The store's blast radius above is for `CALLS_PER_S_PER_REPLICA` calls
@@ -413,15 +521,32 @@ with hidden_answer():
 # the load, or to both? Explain it with Little's law.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    **Both.** The calls waiting for an answer at any moment are arrival rate × think time
+    (Little's law), and the arrival rate is replicas × load per replica. An outage of a
+    minute fails those waiting and those that arrive and ask during it, so doubling the
+    load per replica about doubles the calls failed, as doubling the replicas does.
+    """
+):
+    failed = {}
     for load in (CALLS_PER_S_PER_REPLICA, 2 * CALLS_PER_S_PER_REPLICA):
-        spec = scale_run("store-outage", 100, "sse-store")
-        params = spec.params.with_overrides(arrival_rate_per_s=load * 100)
-        failed = labsim.simulate(params, "sse-store", seed=SEED).summary["failed"]
-        print(f"{load:g} calls/s per replica: {failed} calls failed")
-    # Both: the calls waiting for an answer at any moment are arrival rate x think time (Little's
-    # law), and the arrival rate is replicas x load per replica. An outage of 60 s fails those
-    # waiting and those that arrive and ask during it.
+        params = study.scenarios.build(
+            "store-outage",
+            replicas=100,
+            arrival_rate_per_s=load * 100,
+            warmup_s=0.0,
+            horizon_s=140.0,
+            at_s=130.0,
+        )
+        failed[load] = labsim.simulate(params, "sse-store", seed=SEED).summary["failed"]
+        print(f"{load:g} calls/s per replica: {failed[load]} calls failed")
+    once, twice = failed.values()
+    claim(
+        1.5 < twice / once < 2.5,
+        "doubling the load per replica about doubles the calls failed",
+        failed=failed,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** A managed Redis with a replica and automatic failover still has
@@ -430,9 +555,30 @@ with hidden_answer():
 # And with a sticky load balancer, from crashes alone, at `CRASHES_PER_REPLICA_PER_DAY`?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    Rare events times a large fleet: four outages a year, each failing every call that
+    waits on the store at that size, and a crash every hundred days per replica, each
+    cutting what that replica held, add up to **thousands of calls a year**. That yearly
+    count, not the rate of one replica, is what an on-call team meets. MRTR's is zero:
+    there is nothing to lose between rounds.
+    """
+):
     largest = max(SCALE_REPLICAS)
-    print(f"store: {4 * outage.loc[largest, 'sse-store']:,.0f} calls failed per year")
-    print(f"sticky: {365 * per_day.loc[largest, 'sticky']:,.0f} calls losing progress per year")
-    print(f"MRTR: {365 * per_day.loc[largest, 'mrtr']:,.0f}")
-    # Rare events times a large fleet: the yearly count is what an on-call team meets.
+    per_year = {
+        "store outages (SSE + shared store)": 4 * outage.loc[largest, "sse-store"],
+        "crashes (sticky)": 365 * per_day.loc[largest, "sticky"],
+        "MRTR, both": 4 * outage.loc[largest, "mrtr"] + 365 * per_day.loc[largest, "mrtr"],
+    }
+    display(
+        result_tables.column(
+            per_year, f"calls failed or losing progress per year, {largest:,} replicas"
+        )
+    )
+    claim(
+        per_year["store outages (SSE + shared store)"] > 1000
+        and per_year["crashes (sticky)"] > 1000
+        and per_year["MRTR, both"] == 0,
+        "thousands of calls a year for each legacy architecture, none for MRTR",
+        per_year=per_year,
+    )

@@ -35,6 +35,16 @@
 # Times are scaled down so that a swarm fits in seconds: users think for about half a
 # second (not ten), and a drain times out after a couple of seconds (not minutes). The
 # ratios that matter are kept. Everything listens on 127.0.0.1, on free ports.
+#
+# **Without HAProxy, Redis or Locust** (a laptop with only the notebooks' Python
+# packages), the live parts say what is missing and show a run recorded on a machine
+# that had them, from the same cells: marked RECORDED, with its date, commit, command and
+# parameters. Everything after them (tables, figures, the simulation) is computed here
+# from that run.
+#
+# A line starting with ✓ is a sentence of this notebook checked against the results just
+# measured: if the server, the load test or the model changes so that it no longer holds,
+# the notebook stops there and says what changed.
 
 # %% tags=["parameters"]
 import os
@@ -52,17 +62,18 @@ SEED = 17
 
 # %%
 import ast
+import importlib.util
 import random
 import time
 
-import httpx
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import result_tables
 import swarm_figures
 from answers import hidden_answer
-from IPython.display import display
+from claims import claim
+from recordings import live_or_recorded
 
 from labsim import study
 from loadtest.config import ARCHITECTURES, LoadTestConfig
@@ -72,108 +83,69 @@ from loadtest.harness.redis_server import RedisServer
 from loadtest.swarm import scenario_twin
 from loadtest.swarm.scenario_run import LOCUSTFILE, USER_CLASSES, run_scenario
 from loadtest.users.simulated_user import answer_for
-from server.client import Exchange
+from server.client import Handlers, MrtrClient
+
+NOTEBOOK = "06_live_swarm"
 
 # %% [markdown]
-# ## 1. What is installed, and which architectures can run
+# ## 1. What is installed, and what runs live here
 #
-# The cluster needs `haproxy`, and the store architecture `redis-server` (`make lab`
-# installs both where it can). Each architecture also needs its Locust user class.
+# The cluster needs `haproxy`, the store architecture `redis-server` (`make lab`
+# installs both where it can), and the swarm Locust (the `load` install group) with a
+# user class for each architecture in its locustfile.
 
 # %%
+INSTALLED = {
+    "haproxy": HAProxy.available(),
+    "redis-server": RedisServer.available(),
+    "locust (Python package)": importlib.util.find_spec("locust") is not None,
+}
 defined = {
     node.name for node in ast.parse(LOCUSTFILE.read_text()).body if isinstance(node, ast.ClassDef)
 }
-needs = {
-    "mrtr": [HAProxy.available()],
-    "sticky": [HAProxy.available()],
-    "sse-store": [HAProxy.available(), RedisServer.available()],
+NEEDS = {
+    "mrtr": ["haproxy", "locust (Python package)"],
+    "sticky": ["haproxy", "locust (Python package)"],
+    "sse-store": ["haproxy", "redis-server", "locust (Python package)"],
 }
 ready = pd.DataFrame(
     {
         result_tables.label(arch): {
             "Locust user class": USER_CLASSES[arch],
             "defined in the locustfile": USER_CLASSES[arch] in defined,
-            "programs installed": all(needs[arch]),
+            "needs": ", ".join(NEEDS[arch]),
+            "all installed here": all(INSTALLED[need] for need in NEEDS[arch]),
         }
         for arch in ARCHITECTURES
     }
 ).T
-LIVE = [arch for arch in ARCHITECTURES if USER_CLASSES[arch] in defined and all(needs[arch])]
-print("architectures that run live here:", ", ".join(LIVE) or "none")
+claim(
+    all(USER_CLASSES[arch] in defined for arch in ARCHITECTURES),
+    "the locustfile defines a user class for each architecture",
+)
 ready
 
 # %% [markdown]
 # ## 2. A cluster, started and stopped from the notebook
 #
-# `loadtest.harness.cluster.Cluster` starts the replicas (`python -m server`, each on a free port,
-# all sharing the `requestState` keys), then HAProxy in front of them with health checks,
-# and Redis first when the architecture needs it. As a context manager it stops every
-# process it started when the block ends, also after an error.
+# `loadtest.harness.cluster.Cluster` starts the replicas (`python -m server`, each on a
+# free port, all sharing the `requestState` keys), then HAProxy in front of them with
+# health checks, and Redis first when the architecture needs it. As a context manager it
+# stops every process it started when the block ends, also after an error.
 #
-# Inside the block, three MRTR calls go through the load balancer, round by round. HAProxy
-# names the replica that answered each round in the `X-Served-By` header.
-
+# Inside the block, three MRTR calls go through the load balancer, round by round, with
+# the lab's reference client (`server.client.MrtrClient`, answering as the swarm's
+# simulated users do). HAProxy names the replica that answered each round in the
+# `X-Served-By` header, and the client records it with the round (`Round.served_by`).
 
 # %%
-def call_through(url: str, http: httpx.Client, tool: str, arguments: dict) -> list[dict]:
-    """One MRTR call through the load balancer; a row per round: who served it, what came back."""
-    exchange = Exchange("tools/call", {"name": tool, "arguments": arguments}, {"elicitation": {}})
-    rows = []
-    rng = random.Random(SEED)
-    while True:
-        headers, body = exchange.next_request()
-        response = http.post(url, json=body, headers=headers)
-        done = exchange.record(body, response.status_code, response.json(), 0.0)
-        result = exchange.rounds[-1].response["result"]
-        rows.append(
-            {
-                "tool": tool,
-                "round": len(exchange.rounds),
-                "served by": response.headers.get("x-served-by", "?"),
-                "result type": result.get("resultType"),
-            }
-        )
-        if done:
-            return rows
-        exchange.answer(
-            {key: answer_for(request, rng) for key, request in exchange.input_requests.items()}
-        )
-
-
 CALLS = [
     ("get_weather", {"location": "Oslo"}),
     ("link_accounts", {}),
     ("update_work_item", {"workItemId": 7, "fields": {"System.State": "Resolved"}}),
 ]
-if LIVE:
-    with Cluster(LoadTestConfig(arch="mrtr", replicas=REPLICAS)) as cluster:
-        started = {name: replica.pid for name, replica in cluster.replicas.items()}
-        started["haproxy"] = cluster.lb.pid
-        health = pd.DataFrame({name: cluster.health(name) for name in cluster.names}).T
-        with httpx.Client(timeout=10) as http:
-            rounds = pd.DataFrame(
-                row
-                for tool, arguments in CALLS
-                for row in call_through(cluster.url, http, tool, arguments)
-            )
-    display(health)
-else:
-    print("no live cluster here: see section 1")
-
-# %% [markdown]
-# Each replica's `/healthz` (above): its id, its tool version, what it holds. And the
-# rounds of the three calls: any round may land on any replica.
-
-# %%
-if LIVE:
-    display(rounds.set_index(["tool", "round"]))
-
-# %% [markdown]
-# The block is over; every process the cluster started has exited:
 
 
-# %%
 def running(pid: int) -> bool:
     """Whether a process with this id is still alive (not a zombie)."""
     try:
@@ -183,40 +155,136 @@ def running(pid: int) -> bool:
         return False
 
 
-if LIVE:
-    display(
-        result_tables.column({name: running(pid) for name, pid in started.items()}, "still running")
-    )
+def tour_a_cluster() -> dict:
+    """Start an MRTR cluster, read each replica's /healthz, make the calls through HAProxy,
+    stop it; then check which of its processes still run."""
+    rng = random.Random(SEED)
+    user = Handlers(elicit=lambda params: answer_for({"params": params}, rng))
+    with Cluster(LoadTestConfig(arch="mrtr", replicas=REPLICAS)) as cluster:
+        started = {name: replica.pid for name, replica in cluster.replicas.items()}
+        started["haproxy"] = cluster.lb.pid
+        health = {name: cluster.health(name) for name in cluster.names}
+        with MrtrClient(cluster.url, handlers=user) as client:
+            calls = {tool: client.call_tool(tool, arguments) for tool, arguments in CALLS}
+    rounds = [
+        {
+            "tool": tool,
+            "round": number,
+            "served by": done.served_by,
+            "result type": (done.response or {}).get("result", {}).get("resultType"),
+        }
+        for tool, call in calls.items()
+        for number, done in enumerate(call.rounds, start=1)
+    ]
+    return {
+        "health": health,
+        "rounds": rounds,
+        "still running": {name: running(pid) for name, pid in started.items()},
+    }
+
+
+tour = live_or_recorded(
+    NOTEBOOK,
+    "cluster",
+    needed={"haproxy": INSTALLED["haproxy"]},
+    parameters={"REPLICAS": REPLICAS, "SEED": SEED},
+    run=tour_a_cluster,
+)
+health = pd.DataFrame(tour.data["health"]).T
+claim(
+    (health["status"] == "ok").all() and (health["tool_version"] == 1).all(),
+    "every replica answers its health check, serving tool version 1",
+    health=health[["status", "tool_version"]].to_dict("index"),
+)
+health
+
+# %% [markdown]
+# Each replica's `/healthz` (above): its id, its tool version, what it holds. And the
+# rounds of the three calls: any round may land on any replica.
+
+# %%
+rounds = pd.DataFrame(tour.data["rounds"]).set_index(["tool", "round"])
+claim(
+    rounds["served by"].nunique() == len(health) and rounds["served by"].isin(health.index).all(),
+    "the rounds of the calls landed on every replica, and HAProxy named each",
+    served_by=list(rounds["served by"]),
+)
+rounds
+
+# %% [markdown]
+# The block is over; every process the cluster started has exited:
+
+# %%
+still = tour.data["still running"]
+claim(not any(still.values()), "every process the cluster started has exited", still=still)
+result_tables.column(still, "still running")
 
 # %% [markdown]
 # ## 3. A swarm per architecture, with a rolling upgrade in the middle
 #
-# `loadtest.swarm.scenario_run.run_scenario` does the whole run: a fresh cluster, a headless
-# Locust swarm of `USERS` users for `SWARM_S` seconds, and at `UPGRADE_AT_S` the rolling
-# upgrade (for each replica: drain in HAProxy, wait until it holds nothing or
+# `loadtest.swarm.scenario_run.run_scenario` does the whole run: a fresh cluster, a
+# headless Locust swarm of `USERS` users for `SWARM_S` seconds, and at `UPGRADE_AT_S`
+# the rolling upgrade (for each replica: drain in HAProxy, wait until it holds nothing or
 # `DRAIN_TIMEOUT_S` passes, stop, start version 2 with rotated keys, back in rotation).
-# It returns a summary: every call, a per-second timeline, and the faults with their times.
+# It returns a summary: every call, a per-second timeline, and the faults with their
+# times. The notebook keeps the parts it shows (`kept`).
+
 
 # %%
-config = {
-    arch: LoadTestConfig(
+def swarm_config(arch: str, parameters: dict) -> LoadTestConfig:
+    """The swarm of `arch` with the notebook's parameters (live, or the recording's)."""
+    return LoadTestConfig(
         arch=arch,
         scenario="rolling-upgrade",
-        replicas=REPLICAS,
-        users=USERS,
-        spawn_rate=USERS,
-        duration_s=SWARM_S,
-        fault_at_s=UPGRADE_AT_S,
-        drain_timeout_s=DRAIN_TIMEOUT_S,
-        think_time_median_s=THINK_MEDIAN_S,
+        replicas=parameters["REPLICAS"],
+        users=parameters["USERS"],
+        spawn_rate=parameters["USERS"],
+        duration_s=parameters["SWARM_S"],
+        fault_at_s=parameters["UPGRADE_AT_S"],
+        drain_timeout_s=parameters["DRAIN_TIMEOUT_S"],
+        think_time_median_s=parameters["THINK_MEDIAN_S"],
     )
-    for arch in ARCHITECTURES
+
+
+CALL_FIELDS = ("arch", "outcome", "latency_ms", "started", "ended", "retries")
+
+
+def kept(summary: dict) -> dict:
+    """A run's summary without what the notebook does not show (every call's every field)."""
+    calls = [{field: call.get(field) for field in CALL_FIELDS} for call in summary["calls"]]
+    return {**{k: v for k, v in summary.items() if k not in ("calls", "locust")}, "calls": calls}
+
+
+def swarm_each_architecture() -> dict:
+    summaries = {}
+    for arch in ARCHITECTURES:
+        began = time.perf_counter()
+        summaries[arch] = kept(
+            run_scenario(swarm_config(arch, PARAMETERS), progress=lambda _: None)
+        )
+        print(f"{result_tables.label(arch)}: {time.perf_counter() - began:.1f} s wall time")
+    return summaries
+
+
+PARAMETERS = {
+    "REPLICAS": REPLICAS,
+    "USERS": USERS,
+    "SWARM_S": SWARM_S,
+    "UPGRADE_AT_S": UPGRADE_AT_S,
+    "DRAIN_TIMEOUT_S": DRAIN_TIMEOUT_S,
+    "THINK_MEDIAN_S": THINK_MEDIAN_S,
 }
-summaries = {}
-for arch in LIVE:
-    began = time.perf_counter()
-    summaries[arch] = run_scenario(config[arch], progress=lambda line: None)
-    print(f"{result_tables.label(arch)}: {time.perf_counter() - began:.1f} s wall time")
+swarm = live_or_recorded(
+    NOTEBOOK,
+    "swarms",
+    needed=INSTALLED,
+    parameters=PARAMETERS,
+    run=swarm_each_architecture,
+)
+# From here on, the parameters the swarms ran with: this notebook's, or the recording's.
+ran = swarm.parameters
+config = {arch: swarm_config(arch, ran) for arch in ARCHITECTURES}
+summaries = swarm.data
 
 # %% [markdown]
 # The summaries, side by side. For the legacy architectures a call *started again* is a
@@ -226,37 +294,34 @@ for arch in LIVE:
 
 
 # %%
-def upgrade_facts(faults: list[dict]) -> dict:
-    """Upgrade duration, slowest drain and streams cut, from a run's fault log."""
-    times = {f["event"]: f["t"] for f in faults if f["event"] in ("upgrade start", "upgrade done")}
-    stops = [f for f in faults if f["event"] == "stop"]
-    return {
-        "upgrade duration (s)": times.get("upgrade done", np.nan)
-        - times.get("upgrade start", np.nan),
-        "slowest drain (s)": max((f["drained_s"] for f in stops), default=np.nan),
-        "sessions cut at the drain timeout": sum(f["still_held"] for f in stops),
-    }
-
-
 def measured_row(summary: dict) -> dict:
-    calls = pd.DataFrame(summary["calls"])
-    restarted = int((calls["retries"] > 0).sum()) if summary["arch"] != "mrtr" else 0
+    faults = {f["event"]: f["t"] for f in summary["faults"]}
+    drains = summary["drains"]
     return {
         "calls started": summary["started"],
         "completed": summary["completed"],
         "failed": summary["failed"],
         "lost": summary["lost"],
-        "calls started again": restarted,
-        "rounds re-sent": int(calls["retries"].sum()) if summary["arch"] == "mrtr" else 0,
+        "calls started again": summary["restarted"],
+        "rounds re-sent": summary["rounds_resent"],
         "answers asked again": summary["re_prompts"],
         "p50 latency (ms)": summary["latency_ms"]["p50"],
         "p99 latency (ms)": summary["latency_ms"]["p99"],
         "completed per second": summary["throughput_per_s"],
-        **upgrade_facts(summary["faults"]),
+        "upgrade duration (s)": faults.get("upgrade done", np.nan)
+        - faults.get("upgrade start", np.nan),
+        "slowest drain (s)": max((d["drained_s"] for d in drains), default=np.nan),
+        "sessions cut at the drain timeout": sum(d["still_held"] for d in drains),
     }
 
 
 measured = pd.DataFrame({result_tables.label(a): measured_row(s) for a, s in summaries.items()}).T
+mrtr_row = measured.loc[result_tables.label("mrtr")]
+claim(
+    mrtr_row["answers asked again"] == 0 and mrtr_row["calls started again"] == 0,
+    "MRTR asks nobody again and starts no call again: at most a round is re-sent",
+    mrtr=mrtr_row[["answers asked again", "calls started again", "rounds re-sent"]].to_dict(),
+)
 measured
 
 # %% [markdown]
@@ -267,7 +332,7 @@ measured
 # (solid).
 
 # %%
-swarm_figures.timelines(summaries, f"rolling upgrade from {UPGRADE_AT_S:g} s")
+swarm_figures.timelines(summaries, f"rolling upgrade from {ran['UPGRADE_AT_S']:g} s ({swarm.note})")
 plt.show()
 
 # %% [markdown]
@@ -275,11 +340,32 @@ plt.show()
 # the dotted and dashed lines of a replica almost touch. Under the legacy architectures a
 # drain waits for the users its replica holds, up to the timeout, and calls still held
 # then are cut and started again.
-#
+
+# %%
+drained = measured["slowest drain (s)"]
+legacy = [result_tables.label(a) for a in ("sticky", "sse-store")]
+claim(
+    drained[result_tables.label("mrtr")] < ran["DRAIN_TIMEOUT_S"] / 4,
+    "under MRTR each drain ends at once (within a quarter of the drain timeout)",
+    slowest_drain_s=drained.to_dict(),
+)
+claim(
+    drained[legacy].max() > drained[result_tables.label("mrtr")],
+    "a legacy drain waits longer, for the users its replica holds",
+    slowest_drain_s=drained.to_dict(),
+)
+claim(
+    (drained[legacy] <= ran["DRAIN_TIMEOUT_S"] + 0.5).all(),
+    "no drain waits much beyond the timeout: what is still held then is cut",
+    slowest_drain_s=drained.to_dict(),
+    timeout_s=ran["DRAIN_TIMEOUT_S"],
+)
+
+# %% [markdown]
 # And the latency each user felt, think time taken out:
 
 # %%
-swarm_figures.latency_cdf(summaries, "Measured latency during the rolling upgrade")
+swarm_figures.latency_cdf(summaries, f"Measured latency during the rolling upgrade ({swarm.note})")
 plt.show()
 
 # %% [markdown]
@@ -317,13 +403,19 @@ inputs = pd.DataFrame(
         for arch, t in twin.items()
     }
 ).T
+claim(
+    twin["mrtr"].think_stops_per_call < twin["sticky"].think_stops_per_call,
+    "an MRTR user stops to think fewer times per call: a round asks all its questions at once",
+    stops={arch: t.think_stops_per_call for arch, t in twin.items()},
+)
 inputs.rename(index=result_tables.label).round(3)
 
 # %% [markdown]
-# `loadtest.swarm.scenario_twin` turns each architecture's configuration and run into labsim's
-# parameters: the same replicas, think time, drain timeout and upgrade time, the swarm's
-# tools in the swarm's mix (labsim's model of each demo tool asks what the server asks),
-# and each user's calls in one session, as the live users keep their session cookie.
+# `loadtest.swarm.scenario_twin` turns each architecture's configuration and run into
+# labsim's parameters: the same replicas, think time, drain timeout and upgrade time, the
+# swarm's tools in the swarm's mix (labsim's model of each demo tool asks what the server
+# asks), and each user's calls in one session, as the live users keep their session
+# cookie.
 
 # %%
 sim_params = {arch: scenario_twin.twin_params(config[arch], twin[arch]) for arch in ARCHITECTURES}
@@ -376,16 +468,18 @@ swarm_figures.against_simulation(
     spread,
     measured,
     metrics,
-    f"Live swarm ({USERS} users, {REPLICAS} replicas, {SWARM_S:g} s) against the simulation",
+    f"Live swarm ({ran['USERS']} users, {ran['REPLICAS']} replicas, {ran['SWARM_S']:g} s, "
+    f"{swarm.note}) against the simulation",
 )
 plt.show()
 
 # %% [markdown]
 # How to read it: the simulation has never seen HAProxy, uvicorn or Locust, only the
 # parameters above and two calibrated numbers per architecture. Where it agrees with the
-# measurement, the model has the mechanism right: nothing is held under MRTR, so its
-# rollout is just the restarts; held streams make legacy drains wait, and cut what
-# outlasts the timeout. Where it disagrees, look for what the model leaves out:
+# measurement, the model has the mechanism right: nothing is held under MRTR, so nobody
+# is asked again and its rollout is the shortest, just the restarts; held streams make
+# legacy drains wait, and cut what outlasts the timeout. Where it disagrees, look for
+# what the model leaves out:
 #
 # - a short swarm has few calls, so single runs scatter widely (the error bars show the
 #   spread of the simulated runs; the measurement is one run);
@@ -397,11 +491,26 @@ plt.show()
 #   twin gives each user's calls one session for this reason; set `calls_per_session` to
 #   1 in `sim_params["sticky"]` (exercise 4) and the simulated cuts all but vanish.
 
+# %%
+simulated = predicted.rename(index={result_tables.label(a): a for a in ARCHITECTURES})
+claim(
+    simulated.loc["mrtr", "answers asked again"] == 0,
+    "in the simulation too, MRTR asks nobody again",
+    simulated=simulated["answers asked again"].to_dict(),
+)
+claim(
+    simulated.loc["mrtr", "upgrade duration (s)"]
+    < simulated.loc[["sticky", "sse-store"], "upgrade duration (s)"].min(),
+    "in the simulation MRTR's rollout is the shortest",
+    simulated=simulated["upgrade duration (s)"].to_dict(),
+)
+
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are in the collapsed cells under each exercise: click the three dots to open
-# one, after you have tried.
+# Each exercise has its answer under it, behind a **Show answer** button: what the
+# solution finds and why, beside what its code prints. Try first. The solution's code is
+# folded in the cell above the button; click the cell's collapsed-input bar (⋯) to read it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 1.** Check Little's law on the measurement itself: the number of users
@@ -410,17 +519,36 @@ plt.show()
 # architecture, and why is it not exact over a few seconds?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    In a closed loop each user is always in a call, so Little's law says rate of calls
+    times mean time per call should be the number of users. The measurement comes out
+    **below it, but more than half of it**, for each architecture.
+
+    The gap is the **edges** of a short run. The run's duration (`duration_s`) lasts until
+    the last call has ended: after `SWARM_S` the swarm starts no new call but lets those
+    in progress finish, and in that tail fewer and fewer users are in a call. At the
+    start, too, the swarm takes a moment to start every user. Over a few seconds of swarm
+    those edges are a large share of the run; the longer the run, the closer the law comes.
+    """
+):
+    users = ran["USERS"]
+    little = {}
     for arch, summary in summaries.items():
         calls = pd.DataFrame(summary["calls"])
         mean_call_s = (calls["ended"] - calls["started"]).mean()
         rate = len(calls) / summary["duration_s"]
+        little[arch] = rate * mean_call_s
         print(
             f"{result_tables.label(arch)}: {rate:.2f} calls/s x {mean_call_s:.2f} s "
-            f"= {rate * mean_call_s:.1f} users (of {USERS})"
+            f"= {little[arch]:.1f} users (of {users})"
         )
-    # Close to the number of users. The edges of a short run bias it: calls still running when
-    # the run starts being measured, and the last calls that finish after the swarm stops.
+    claim(
+        all(users / 2 <= n <= users * 1.05 for n in little.values()),
+        "rate x time comes out below the number of users, but more than half of it",
+        little=little,
+        users=users,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** Which drain timeout would have let (almost) every held user finish
@@ -429,22 +557,41 @@ with hidden_answer():
 # simulation for the sticky architecture, which takes a second instead of a swarm.
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    99% of think times are under the printed value, and a two-question legacy call holds
+    its stream for two of them: a drain of **twice the 99th percentile** lets almost every
+    held user finish.
+
+    The simulation agrees: with that drain, **fewer answers are asked again** than with
+    the short timeout, and the **rollout takes longer**, since each replica now waits for
+    its slowest thinker. Longer drains protect the users and slow the rollout; MRTR needs
+    neither.
+    """
+):
     from scipy import stats
 
-    think = stats.lognorm(s=base.think_time_sigma, scale=THINK_MEDIAN_S)
+    think = stats.lognorm(s=base.think_time_sigma, scale=ran["THINK_MEDIAN_S"])
     print(f"99% of think times are under {think.ppf(0.99):.2f} s")
-    for drain_s in (DRAIN_TIMEOUT_S, 2 * think.ppf(0.99)):
+    by_drain = {}
+    for drain_s in (ran["DRAIN_TIMEOUT_S"], 2 * think.ppf(0.99)):
         params = sim_params["sticky"].with_overrides(drain_timeout_s=drain_s)
         runs = study.replicate(
             params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1
         )
+        by_drain[drain_s] = runs[["re_prompts", "upgrade_duration_s"]].mean()
         print(
             f"drain timeout {drain_s:.1f} s: {runs['re_prompts'].mean():.2f} answers asked again, "
             f"upgrade {runs['upgrade_duration_s'].mean():.1f} s"
         )
-    # A two-round call can hold a stream for two think times, hence the factor 2: longer drains
-    # protect the users and slow the rollout.
+    short, patient = by_drain.values()
+    claim(
+        patient["re_prompts"] < short["re_prompts"]
+        and patient["upgrade_duration_s"] > short["upgrade_duration_s"],
+        "a longer drain asks fewer answers again, and makes the rollout longer",
+        short=short.to_dict(),
+        patient=patient.to_dict(),
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** `per_replica` in each summary counts the HTTP requests each replica
@@ -453,18 +600,34 @@ with hidden_answer():
 # fair share `1 / REPLICAS`. Why can a sticky balancer not spread as evenly?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    MRTR's requests are spread by round-robin **request by request**, so every replica
+    gets close to its fair share (a replica serves a little less while it drains and
+    restarts).
+
+    The sticky balancer keeps every request of a call, and of a user's session, on one
+    replica: a replica's load depends on which users it happened to get and how long they
+    think, so its busiest replica is usually further from the fair share. With a handful
+    of users the luck of the draw dominates; with thousands it evens out, but never
+    request by request.
+    """
+):
+    busiest = {}
     for arch, summary in summaries.items():
         share = pd.Series({r: v["requests"] for r, v in summary["per_replica"].items()})
         share = share / share.sum()
+        busiest[arch] = share.max() * ran["REPLICAS"]
         print(
             f"{result_tables.label(arch)}: busiest replica {share.max():.0%} of requests "
-            f"({share.max() * REPLICAS:.2f} x the fair share): "
+            f"({busiest[arch]:.2f} x the fair share): "
             + ", ".join(f"{name} {part:.0%}" for name, part in share.items())
         )
-    # The sticky balancer keeps every request of a call (and of a user's session) on one
-    # replica, so a replica's load depends on which users it happened to get and how long
-    # they think; round-robin balances request by request.
+    claim(
+        busiest["mrtr"] < 1.35,
+        "round-robin gives each replica close to its fair share of MRTR's requests",
+        busiest_over_fair=busiest,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 4.** The twin gives each user's calls one session, as the live users keep
@@ -473,18 +636,32 @@ with hidden_answer():
 # count? What does that say about what a sticky balancer pins?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    Pinned **call by call**, a drained replica soon holds nothing: its calls end and no
+    new one arrives, so few calls are cut. Pinned **user by user**, a busy user's next
+    calls keep arriving at the draining replica, so it still holds calls when the drain
+    timeout strikes, and those are cut and started again.
+
+    So what a sticky balancer pins matters as much as that it pins: a session cookie that
+    outlives a call keeps a replica from draining.
+    """
+):
+    restarts = {}
     for per_session in (twin["sticky"].calls_per_session, 1.0):
         params = sim_params["sticky"].with_overrides(calls_per_session=per_session)
         runs = study.replicate(
             params, "sticky", replications=SIMULATED_RUNS, seed=SEED, processes=1
         )
+        restarts[per_session] = runs["restarts"].mean()
         print(
             f"{per_session:.1f} calls per session: {runs['restarts'].mean():.1f} calls started "
             f"again, {runs['re_prompts'].mean():.1f} answers asked again"
         )
-    if "sticky" in summaries:
-        print(f"measured: {measured.loc[result_tables.label('sticky'), 'calls started again']:.0f}")
-    # Pinned call by call, a drained replica soon holds nothing: few calls are cut. Pinned
-    # user by user, a busy user's next calls keep arriving at the draining replica, so it
-    # still holds calls when the drain timeout strikes, and those are cut.
+    print(f"measured: {measured.loc[result_tables.label('sticky'), 'calls started again']:.0f}")
+    by_session, by_call = restarts.values()
+    claim(
+        by_call <= by_session,
+        "pinned call by call, no more calls are cut than pinned user by user",
+        restarts=restarts,
+    )

@@ -40,7 +40,13 @@
 #
 # The replicas in this notebook run inside its own process (no ports); the takeover
 # needs a store two replicas share, so that part starts a throwaway `redis-server` on a
-# free port of 127.0.0.1 and stops it when done.
+# free port of 127.0.0.1 and stops it when done. Without `redis-server` (a laptop with
+# only the notebooks' Python packages) that part says so and shows a run recorded on a
+# machine that had it, marked RECORDED, with its date, commit and command.
+#
+# A line starting with ✓ is a sentence of this notebook checked against the results just
+# computed: if the server or the model changes so that it no longer holds, the notebook
+# stops there and says what changed.
 
 # %% tags=["parameters"]
 import os
@@ -65,17 +71,22 @@ FAULT_AT_S = 150.0 if QUICK else 450.0
 SHARES = [0.0, 0.2, 1.0] if QUICK else [0.0, 0.05, 0.1, 0.2, 0.5, 0.75, 1.0]
 
 # %%
-import base64
 import contextlib
+import functools
 import logging
 import re
 import time
 
+import live_figures
 import matplotlib.pyplot as plt
 import pandas as pd
 import result_tables
 import traffic
 from answers import hidden_answer
+from claims import claim
+from IPython.display import display
+from lab_deployment import LabDeployment
+from recordings import live_or_recorded
 from starlette.testclient import TestClient
 
 import labsim
@@ -83,35 +94,23 @@ from labsim import study
 from labsim.study import plots
 from labsim.study.persistent_sweep import advantage, share_sweep
 from loadtest.harness.redis_server import RedisServer
-from server.app import create_app
 from server.client import EXTENSION, SEED, Handlers, MrtrClient
-from server.config import ServerConfig, StateKey
+from server.config import ServerConfig
 
 # The replica that takes a task over says so in its log; the notebook shows it another way.
 logging.getLogger("server").setLevel(logging.ERROR)
 
 # %% [markdown]
 # Every replica shares the keys that seal `requestState` and the secret that signs
-# bearer tokens; this notebook makes fresh ones. A replica here is an ASGI app served in
-# this process; `running(app)` starts it (with its background work: task runs need a
-# living event loop) and yields a client, and leaving the block stops the replica.
+# bearer tokens; `LabDeployment` makes fresh ones and starts the server's own app with
+# them. A replica here is an ASGI app served in this process, polling fast;
+# `running(app)` starts it (with its background work: task runs need a living event
+# loop) and yields a client, and leaving the block stops the replica.
 
 # %%
-STATE_KEY = StateKey("k1", os.urandom(32))
-JWT_SECRET = base64.b64encode(os.urandom(32)).decode()
+lab = LabDeployment()
+replica_app = functools.partial(lab.app, task_poll_interval_ms=POLL_INTERVAL_MS)
 user = Handlers(elicit=traffic.form_filler(input=ECHO_INPUT, confirm=True))
-
-
-def replica_app(replica_id: str, **settings) -> object:
-    """An in-process replica with this notebook's keys, polling fast."""
-    config = ServerConfig(
-        replica_id=replica_id,
-        state_keys=(STATE_KEY,),
-        jwt_secret=JWT_SECRET,
-        task_poll_interval_ms=POLL_INTERVAL_MS,
-        **settings,
-    )
-    return create_app(config)
 
 
 @contextlib.contextmanager
@@ -162,9 +161,22 @@ def step(client: MrtrClient, flow, show: bool = True):
 # `input_required` round, then the result.
 
 # %%
+defaults = ServerConfig(state_keys=lab.state_keys, jwt_secret=lab.jwt_secret)
+claim(
+    defaults.state_ttl_s == 600 and defaults.task_default_ttl_ms == 3_600_000,
+    "a sealed state expires after 10 minutes, a task after an hour, by default",
+    state_ttl_s=defaults.state_ttl_s,
+    task_default_ttl_ms=defaults.task_default_ttl_ms,
+)
 with running(replica_app("A")) as client:
     plain = client.run(client.exchange("tools/call", {"name": "echo", "arguments": {}}))
-traffic.rounds_table(plain)
+echo_rounds = traffic.rounds_table(plain)
+claim(
+    list(echo_rounds["result type"]) == ["input_required", "complete"],
+    "called plainly, echo is one input_required round, then the result",
+    rounds=list(echo_rounds["result type"]),
+)
+echo_rounds
 
 # %% [markdown]
 # ## 2. The seed's echo task, message by message
@@ -197,6 +209,14 @@ with running(replica_a) as client:
             time.sleep(flow.poll_interval_s)
         step(client, flow)
 print("\nresult:", flow.text)
+seed_methods = [exchange.method for exchange in flow.messages]
+claim(
+    flow.text == f"Echo: {ECHO_INPUT}"
+    and {"tasks/get", "tasks/result", "tasks/input_response"} <= set(seed_methods),
+    "the seed's flow: tasks/get, tasks/result for the question, tasks/input_response, and "
+    "a last tasks/result with the tool's result",
+    methods=seed_methods,
+)
 
 # %% [markdown]
 # The released extension (`io.modelcontextprotocol/tasks`, declared under
@@ -218,6 +238,14 @@ with running(replica_a) as client:
             time.sleep(flow.poll_interval_s)
         step(client, flow)
 print("\nresult:", flow.text)
+extension_methods = [exchange.method for exchange in flow.messages]
+claim(
+    flow.text == f"Echo: {ECHO_INPUT}"
+    and set(extension_methods) == {"tasks/get", "tasks/update"}
+    and extension_methods.count("tasks/update") == 1,
+    "the extension's flow needs only tasks/get and one tasks/update",
+    methods=extension_methods,
+)
 
 # %% [markdown]
 # ## 3. `provision_vm`: ephemeral, then persistent
@@ -247,8 +275,19 @@ with running(replica_app("A")) as client:
 creation[["answers sent", "requestState sent (bytes)", "result type", "questions asked"]]
 
 # %%
-print("status messages, in order:", *dict.fromkeys(seen), sep="\n  ")
+statuses = list(dict.fromkeys(seen))
+print("status messages, in order:", *statuses, sep="\n  ")
 print("result:", flow.text)
+claim(
+    list(creation["result type"]) == ["input_required", "task"]
+    and creation.loc[1, "requestState sent (bytes)"] == 0
+    and creation.loc[2, "requestState sent (bytes)"] > 0,
+    "the confirmation is asked the MRTR way (its state in requestState), then the call "
+    "becomes a task",
+    creation=creation[["result type", "requestState sent (bytes)"]].to_dict("records"),
+)
+steps = [int(m.group(1)) for status in statuses if (m := re.search(r"\((\d)/4\)", status or ""))]
+claim(steps == [1, 2, 3, 4], "its four steps are reported in order", steps=steps)
 
 # %% [markdown]
 # ## 4. A replica dies mid-task; another takes it over
@@ -261,11 +300,11 @@ print("result:", flow.text)
 # it lapses claims the task for B, which runs the handler again from the checkpoint and
 # skips the steps A had finished.
 
+
 # %%
-if not RedisServer.available():
-    print("redis-server is not installed: `make setup` installs it. Skipping the takeover.")
-    polls = pd.DataFrame(columns=["time_s", "polled", "status", "step", "message"])
-else:
+def take_a_task_over() -> dict:
+    """A provision_vm task started on A, A stopped in its second step, B polled until done:
+    every poll's time, replica and task, when A stopped, and the result."""
     polls_seen = []
     with RedisServer() as redis:
         # This throwaway Redis keeps no append-only file: fine for a demo, so say so.
@@ -287,21 +326,45 @@ else:
                 time.sleep(flow.poll_interval_s)
                 step(on_b, flow, show=False)
                 polls_seen.append((time.monotonic() - started, "B", dict(flow.task)))
-    polls = pd.DataFrame(
-        [
-            {
-                "time_s": t,
-                "polled": replica,
-                "status": task["status"],
-                "step": int(m.group(1)) if (m := re.search(r"\((\d)/4\)", message)) else None,
-                "message": message,
-            }
-            for t, replica, task in polls_seen
-            if (message := task.get("statusMessage") or "")
-        ]
-    )
-    print(f"A stopped {stopped_s:.2f} s after the task was created")
-    print("result:", flow.text, "| ran on:", flow.result["structuredContent"]["replicas"])
+    polls = [
+        {
+            "time_s": t,
+            "polled": replica,
+            "status": task["status"],
+            "step": int(m.group(1)) if (m := re.search(r"\((\d)/4\)", message)) else None,
+            "message": message,
+        }
+        for t, replica, task in polls_seen
+        if (message := task.get("statusMessage") or "")
+    ]
+    return {
+        "polls": polls,
+        "stopped_s": stopped_s,
+        "result": flow.text,
+        "ran on": flow.result["structuredContent"]["replicas"],
+    }
+
+
+takeover = live_or_recorded(
+    "07_persistent_tools",
+    "takeover",
+    needed={"redis-server": RedisServer.available()},
+    parameters={
+        "PROVISION_S": PROVISION_S,
+        "LEASE_S": LEASE_S,
+        "POLL_INTERVAL_MS": POLL_INTERVAL_MS,
+    },
+    run=take_a_task_over,
+)
+polls = pd.DataFrame(takeover.data["polls"])
+stopped_s = takeover.data["stopped_s"]
+print(f"A stopped {stopped_s:.2f} s after the task was created")
+print("result:", takeover.data["result"], "| ran on:", takeover.data["ran on"])
+claim(
+    takeover.data["ran on"] == ["A", "B"] and polls["message"].str.startswith("Resumed on B").any(),
+    "B took the task over from A, and the task says so",
+    ran_on=takeover.data["ran on"],
+)
 polls.drop_duplicates("message").astype({"step": "Int64"}).round({"time_s": 2}).rename(
     columns={"time_s": "time since created (s)", "polled": "replica polled"}
 ).set_index("time since created (s)")
@@ -314,30 +377,27 @@ polls.drop_duplicates("message").astype({"step": "Int64"}).round({"time_s": 2}).
 # the start of each step.
 
 # %%
-if len(polls):
-    fig, ax = plt.subplots(figsize=(8, 3.5))
-    for replica, colour in (("A", "tab:blue"), ("B", "tab:green")):
-        mine = polls[polls["polled"] == replica]
-        ax.plot(
-            mine["time_s"],
-            mine["step"],
-            "o",
-            ms=3,
-            color=colour,
-            label=f"poll answered by {replica}",
-        )
-    ax.axvline(stopped_s, color="black", linestyle=":", label="A stops")
-    resumed = polls[polls["message"].str.startswith("Resumed")]
-    if len(resumed):
-        ax.axvline(
-            resumed["time_s"].iloc[0], color="tab:green", linestyle="--", label="B takes over"
-        )
-    ax.set_xlabel("time since the task was created (s)")
-    ax.set_ylabel("step reported (of 4)")
-    ax.set_title("provision_vm across a replica's death")
-    ax.legend(loc="lower right", fontsize="small")
-    ax.grid(True, alpha=0.3)
-    plt.show()
+fig = live_figures.takeover(
+    polls, stopped_s, f"provision_vm across a replica's death ({takeover.note})"
+)
+plt.show()
+lease_s = takeover.parameters["LEASE_S"]
+resumed_s = polls.loc[polls["message"].str.startswith("Resumed"), "time_s"].iloc[0]
+stepped = polls[polls["step"].notna()]
+last_on_a = stepped.loc[stepped["time_s"] <= stopped_s, "step"].iloc[-1]
+first_on_b = stepped.loc[stepped["time_s"] > resumed_s, "step"].iloc[0]
+claim(
+    resumed_s - stopped_s <= lease_s + 0.5,
+    "between A's stop and the takeover the task stands still for up to one lease",
+    stood_still_s=round(resumed_s - stopped_s, 2),
+    lease_s=lease_s,
+)
+claim(
+    first_on_b == last_on_a,
+    "B does again the step A was in when it stopped",
+    last_step_on_a=last_on_a,
+    first_step_on_b=first_on_b,
+)
 
 # %% [markdown]
 # ## 5. The simulation: a persistent share in a deployment
@@ -372,14 +432,42 @@ for ax, name in zip(axes, ["steady", "persistent"], strict=True):
     plots.cost_bars(comparison, name, ax=ax)
 fig.tight_layout()
 plt.show()
+means = comparison.pivot_table(index=["scenario", "architecture"], columns="metric", values="mean")
 
 # %% [markdown]
 # Without tasks, MRTR and the sticky balancer pay no store at all, and the SSE
 # architecture pays its minimum (ElastiCache Serverless bills at least 1 GB-hour every
 # hour). With a fifth of the calls as tasks, every architecture pays that minimum, plus
 # the polls: a task polled every 250 ms for a minute is some 240 requests, each a store
-# read. At this small deployment the store's minimum charge dominates the difference.
-#
+# read. At this small deployment the store's minimum charge dominates the difference:
+# with tasks, the three bills are within a percent of each other.
+
+# %%
+share = means["store_share_of_bill"]
+tasks = study.scenarios.build("persistent").tasks
+claim(
+    share["steady", "mrtr"] == share["steady", "sticky"] == 0 and share["steady", "sse-store"] > 0,
+    "without tasks only the SSE architecture pays a store",
+    store_share=share["steady"].to_dict(),
+)
+claim(
+    (share["persistent"] > 0).all(),
+    "with a fifth of the calls as tasks every architecture pays one",
+    store_share=share["persistent"].to_dict(),
+)
+claim(
+    tasks.work_s / tasks.poll_interval_s == 240,
+    "a task polled every 250 ms for a minute is some 240 requests",
+    polls=tasks.work_s / tasks.poll_interval_s,
+)
+bills = means.loc["persistent", "cost_per_million_calls_usd"]
+claim(
+    bills.max() - bills.min() < 0.01 * bills.min(),
+    "with tasks, the three bills are within a percent of each other",
+    bills=bills.to_dict(),
+)
+
+# %% [markdown]
 # What goes wrong with tasks, per architecture (the same for all three, since every one
 # keeps its tasks in the same store; the other calls are another matter):
 
@@ -405,8 +493,37 @@ result_tables.readable(comparison[comparison["scenario"] != "steady"], failures,
 #   until the store is back, runs whose checkpoint cannot be written stop and are taken
 #   over afterwards. Nothing acknowledged is lost, because the store keeps its data (Redis
 #   with its append-only file, or a replicated store). MRTR's ephemeral calls do not
-#   notice the outage at all; the SSE architecture's fail.
-#
+#   notice the outage at all (the only calls that fail under MRTR are the task calls
+#   refused); the SSE architecture's fail.
+
+# %%
+crash, outage = means.loc["persistent-crash"], means.loc["persistent-store-outage"]
+claim(
+    (crash["tasks_taken_over"] > 0).all()
+    and (crash["tasks_lost"] == 0).all()
+    and (
+        crash["task_wasted_work_s"] <= crash["tasks_taken_over"] * tasks.work_s / tasks.steps
+    ).all(),
+    "in a crash, tasks are taken over, each loses at most a step of work, none is lost",
+    crash=crash[["tasks_taken_over", "task_wasted_work_s", "tasks_lost"]].to_dict("index"),
+)
+claim(
+    (outage["tasks_rejected"] > 0).all()
+    and (outage["task_store_errors"] > 0).all()
+    and (outage["tasks_lost"] == 0).all(),
+    "in a store outage, some tasks are refused and requests fail while it lasts, and "
+    "nothing acknowledged is lost",
+    outage=outage[["tasks_rejected", "task_store_errors", "tasks_lost"]].to_dict("index"),
+)
+claim(
+    outage.loc["mrtr", "failed"] == outage.loc["mrtr", "tasks_rejected"]
+    and outage.loc["sse-store", "failed"] > outage.loc["mrtr", "failed"],
+    "MRTR's ephemeral calls do not notice the outage; the SSE architecture's fail",
+    failed=outage["failed"].to_dict(),
+    tasks_refused=outage["tasks_rejected"].to_dict(),
+)
+
+# %% [markdown]
 # A store that keeps nothing (Redis without persistence, restarted) is another story:
 
 # %%
@@ -414,6 +531,8 @@ volatile = study.compare(
     "persistent-store-outage", REPLICATIONS, seed=SIM_SEED, architectures=["mrtr"],
     at_s=FAULT_AT_S, store_keeps_tasks=False, **window,
 )  # fmt: skip
+lost = volatile.set_index("metric").loc["tasks_lost", "mean"]
+claim(lost > 0, "a store that keeps nothing loses tasks in an outage", tasks_lost=lost)
 result_tables.readable(
     volatile, ["tasks_started", "tasks_completed", "tasks_lost", "tasks_abandoned"]
 )
@@ -438,11 +557,34 @@ saved.round(2) + 0.0  # + 0.0 turns a rounded -0.00 into 0.00
 
 # %% [markdown]
 # MRTR's saving on the bill is the store, and it goes in one step: the first persistent
-# call brings the store's minimum charge back. What stays is what MRTR does for the
-# ephemeral calls: no memory held while users think, no calls cut in a crash or a
-# rollout, no failures in a store outage. Those shrink in proportion as the share grows,
-# and at 100% the three architectures are one: every call is a task.
-#
+# call brings the store's minimum charge back. Against the sticky balancer, which pays no
+# store without tasks either, there was no saving to lose (MRTR's sealed state costs a
+# little egress). What stays is what MRTR does for the ephemeral calls: no memory held
+# while users think, no calls cut in a crash or a rollout, no failures in a store outage.
+# Those shrink in proportion as the share grows, and at 100% the three architectures are
+# one: every call is a task.
+
+# %%
+by_share = advantage(sweep)
+held_saved = advantage(sweep, "mean_held_bytes")
+first = min(s for s in SHARES if s > 0)
+claim(
+    by_share.loc[0.0, "sse-store"] > 1 and abs(by_share.loc[first, "sse-store"]) < 0.05,
+    "against the SSE architecture the saving goes in one step, with the first persistent calls",
+    saved=by_share["sse-store"].to_dict(),
+)
+claim(
+    (by_share["sticky"].abs() < 0.05).all(),
+    "against the sticky balancer there is no saving on the bill to lose",
+    saved=by_share["sticky"].to_dict(),
+)
+claim(
+    held_saved["sticky"].is_monotonic_decreasing and held_saved.loc[1.0].abs().max() == 0,
+    "the memory MRTR saves shrinks as the share grows, and is gone at 100%",
+    held_saved=held_saved["sticky"].to_dict(),
+)
+
+# %% [markdown]
 # ## 7. Which one, then?
 #
 # - **Ephemeral (MRTR)** for a tool that asks and answers within a request's time: the
@@ -458,8 +600,9 @@ saved.round(2) + 0.0  # + 0.0 turns a rounded -0.00 into 0.00
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are in the collapsed cells under each exercise: click the three dots to open
-# one, after you have tried.
+# Each exercise has its answer under it, behind a **Show answer** button: what the
+# solution finds and why, beside what its code prints. Try first. The solution's code is
+# folded in the cell above the button; click the cell's collapsed-input bar (⋯) to read it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 1.** A task lives `ttl_s` from its creation, whatever its status. Simulate
@@ -467,17 +610,28 @@ saved.round(2) + 0.0  # + 0.0 turns a rounded -0.00 into 0.00
 # tasks expire before their client is done? What sets the smallest safe TTL?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    With a TTL of a minute or two, tasks **expire** before their client is done; with an
+    hour, none does. A task must outlive its work (60 s here) **plus its users' think
+    time**, and think times have a long tail (lognormal: the 95th percentile is about two
+    minutes per question). Choose the TTL from that tail, not from the work.
+    """
+):
+    expired = {}
     for ttl_s in (60.0, 120.0, 3600.0):
         params = study.scenarios.build("persistent", ttl_s=ttl_s, **window)
         summary = labsim.simulate(params, "mrtr", seed=SIM_SEED).summary
+        expired[ttl_s] = summary["tasks_expired"]
         print(
             f"ttl {ttl_s:>6g} s: "
             f"{summary['tasks_expired']} of {summary['tasks_started']} tasks expired"
         )
-    # The work (60 s) plus the users' think time, whose tail is long (lognormal, p95 about
-    # two minutes per question): a TTL shorter than that expires tasks whose users are still
-    # thinking. Choose it from the think-time tail, not the work.
+    claim(
+        expired[60.0] > 0 and expired[3600.0] == 0,
+        "a TTL of a minute expires tasks whose users still think; an hour expires none",
+        expired=expired,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** The lease decides how soon a dead replica's task moves on, and how
@@ -487,24 +641,43 @@ with hidden_answer():
 # task stand still?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    The work done twice is **at most a step per takeover**, whatever the lease: the
+    checkpoint is taken at each step. A longer lease only makes the task **wait longer**
+    before another replica resumes it: the server time of the tasks taken over grows with
+    the lease (live, the task stands still for about `LEASE_S` after the stop).
+
+    A shorter lease is no free lunch: it risks taking a task from a replica that is only
+    paused (a long garbage collection, a saturated event loop). Then the work runs twice
+    at once, and only the compare-and-set on the task keeps the outcome single.
+    """
+):
+    waited = {}
     for lease_s in (2.0, 10.0, 60.0):
         params = study.scenarios.build(
             "persistent-crash", lease_s=lease_s, at_s=FAULT_AT_S, **window
         )
         result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
         taken = result.tasks.loc[result.tasks["taken_over"] > 0, "call"]
-        waited_s = result.calls.set_index("call").loc[taken, "server_latency_s"].mean()
+        waited[lease_s] = result.calls.set_index("call").loc[taken, "server_latency_s"].mean()
+        takeovers = result.summary["tasks_taken_over"]
+        twice_s = result.summary["task_wasted_work_s"]
         print(
-            f"lease {lease_s:>4g} s: {result.summary['tasks_taken_over']} takeovers, "
-            f"{result.summary['task_wasted_work_s']:.0f} s of work done twice, "
-            f"server time of the tasks taken over {waited_s:.0f} s"
+            f"lease {lease_s:>4g} s: {takeovers} takeovers, {twice_s:.0f} s of work done twice, "
+            f"server time of the tasks taken over {waited[lease_s]:.0f} s"
         )
-    # The work done twice is at most a step per takeover whatever the lease; a longer lease
-    # only makes the task wait longer before someone resumes it (live: about LEASE_S after
-    # the stop). A shorter one risks a takeover of a replica that is only paused (a long
-    # garbage collection, a saturated event loop): then the work runs twice at once, and
-    # only the compare-and-set on the task keeps the outcome single.
+        claim(
+            twice_s <= takeovers * tasks.work_s / tasks.steps,
+            f"lease {lease_s:g} s: at most a step of work done twice per takeover",
+            work_twice_s=twice_s,
+            takeovers=takeovers,
+        )
+    claim(
+        waited[2.0] < waited[10.0] < waited[60.0],
+        "the longer the lease, the longer a task taken over waits",
+        waited_s=waited,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** Polling is the cost of a task that nobody sees. Sweep the client's
@@ -513,19 +686,41 @@ with hidden_answer():
 # finished task?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    **Store operations fall** with the interval, towards the floor the runs' own writes
+    set (a lease renewal every third of the lease, a checkpoint per step). The **user
+    waits longer**: on average half an interval more per status change, so a completed
+    task's server time grows with the interval.
+
+    **The bill moves far less than the operations**: a few percent while the operations
+    fall by more than half. At this size the store's minimum charge, not its operations,
+    dominates it.
+    """
+):
+    by_interval = {}
     for interval_s in (0.25, 1.0, 5.0):
         params = study.scenarios.build("persistent", poll_interval_s=interval_s, **window)
         result = labsim.simulate(params, "mrtr", seed=SIM_SEED)
         done = result.tasks[result.tasks["outcome"] == "completed"]
         latency = result.calls.set_index("call").loc[done["call"], "server_latency_s"].mean()
-        print(
-            f"poll every {interval_s:>4g} s: "
-            f"{result.summary['task_store_ops']:>8,} store operations, "
-            f"{result.summary['cost_per_million_calls_usd']:.2f} USD per million calls, "
-            f"a completed task's server time {latency:.1f} s"
-        )
-    # Store operations fall with the interval, towards the floor the runs' own writes set (a
-    # lease renewal every third of the lease, a checkpoint per step); the user waits on
-    # average half an interval more per status change. The bill hardly moves at this size:
-    # the store's minimum charge, not its operations, dominates it.
+        by_interval[interval_s] = {
+            "store operations": result.summary["task_store_ops"],
+            "USD per million calls": result.summary["cost_per_million_calls_usd"],
+            "completed task's server time (s)": latency,
+        }
+    polling = pd.DataFrame(by_interval).T.rename_axis("poll interval (s)")
+    display(polling.round(2))
+    claim(
+        polling["store operations"].is_monotonic_decreasing
+        and polling["completed task's server time (s)"].is_monotonic_increasing,
+        "polling less often means fewer store operations and a longer wait",
+        polling=polling.to_dict("index"),
+    )
+    bill, operations = polling["USD per million calls"], polling["store operations"]
+    claim(
+        bill.min() > 0.9 * bill.max() and operations.min() < 0.5 * operations.max(),
+        "the bill moves by less than a tenth while the store operations fall by more than half",
+        bill=bill.to_dict(),
+        operations=operations.to_dict(),
+    )

@@ -32,6 +32,10 @@
 # 3. What an autoscaler does to each architecture: sticky sessions leave new replicas
 #    idle after a scale-out, and a legacy scale-in cuts the calls it still holds.
 # 4. Think time against the requestState lifetime (TTL): who is asked again.
+#
+# A line starting with ✓ is a sentence of this notebook checked against the results just
+# computed: if the model changes so that it no longer holds, the notebook stops there and
+# says what changed.
 
 # %% tags=["parameters"]
 import os
@@ -43,26 +47,31 @@ SEED = 8
 RATE_PER_S = 10.0
 THINK_MEDIAN_S = 90.0
 SLO_P95_MS = 400.0
-MEMORY_GB_PER_REPLICA = 0.5
+VCPUS_PER_REPLICA = 1.0
+MEMORY_GB_PER_REPLICA = 2.0  # the least AWS Fargate sells with 1 vCPU
 CONNECTION_LIMIT = 256
 REPLICATIONS = 1 if QUICK else 3
 MEASURE_S = 60.0 if QUICK else 300.0
 THINK_SWEEP_S = [1, 10, 30, 90, 300] if QUICK else [1, 3, 10, 30, 60, 90, 180, 300, 600]
-HELD_KIB_SWEEP = [4, 41, 256, 1024, 4096]
+HELD_KIB_SWEEP = [4, 41, 256, 1024, 4096, 16384]
 TTL_THINK_MEDIANS_S = [60, 300, 900] if QUICK else [30, 60, 120, 300, 600, 900, 1800]
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import tables
+import result_tables
 from answers import hidden_answer
+from claims import claim
 from IPython.display import display
+from matplotlib.ticker import MaxNLocator
 from scipy import stats
 
 import labsim
 from labsim import ARCHITECTURES, study
-from labsim.study.capacity import first_guess, plan, plan_table
+from labsim.study import plots
+from labsim.study.capacity import first_guess, plan, simulated
+from labsim.study.plan_report import table
 from labsim.study.plan_request import PlanRequest
 
 # %% [markdown]
@@ -74,8 +83,8 @@ from labsim.study.plan_request import PlanRequest
 # that does not. The same answer comes from the command line:
 #
 # ```sh
-# python -m labsim plan --rate 10 --think-median-s 90 --slo-p95-ms 400 \
-#     --memory-gb-per-replica 0.5 --connection-limit 256 --json plan.json
+# python -m labsim plan --rate 10 --think-median-s 90 --slo-p95-ms 400 --vcpus 1 \
+#     --memory-gb-per-replica 2 --connection-limit 256 --json plan.json
 # ```
 
 # %%
@@ -83,6 +92,7 @@ request = PlanRequest(
     rate_per_s=RATE_PER_S,
     think_median_s=THINK_MEDIAN_S,
     slo_p95_ms=SLO_P95_MS,
+    vcpus_per_replica=VCPUS_PER_REPLICA,
     memory_gb_per_replica=MEMORY_GB_PER_REPLICA,
     connection_limit=CONNECTION_LIMIT,
     replications=REPLICATIONS,
@@ -90,7 +100,7 @@ request = PlanRequest(
     seed=SEED,
 )
 answer = plan(request, processes=2)
-print(plan_table(answer))
+print(table(answer))
 
 # %% [markdown]
 # Read the *binding constraint* row first. MRTR holds nothing while users think, so its
@@ -101,7 +111,7 @@ print(plan_table(answer))
 
 # %%
 costs = pd.DataFrame(
-    {tables.label(a): r["cost_breakdown"] for a, r in answer["architectures"].items()}
+    {result_tables.label(a): r["cost_breakdown"] for a, r in answer["architectures"].items()}
 ).T[["replicas_usd", "store_usd", "egress_usd"]]
 ax = costs.plot.bar(stacked=True, figsize=(7, 3.5), rot=0)
 ax.set_ylabel("USD per month")
@@ -117,41 +127,87 @@ plt.show()
 # held per question), so the legacy fleets grow with it; MRTR's stays where its CPU puts
 # it.
 
+
 # %%
-base = labsim.SimParams()
-
-
 def needs_by_think(think_s: float, architecture: str) -> dict[str, int]:
-    shaped = PlanRequest(RATE_PER_S, think_s, SLO_P95_MS, MEMORY_GB_PER_REPLICA, CONNECTION_LIMIT)
-    return first_guess(shaped, base, architecture)
+    shaped = PlanRequest(
+        RATE_PER_S, think_s, SLO_P95_MS, MEMORY_GB_PER_REPLICA, CONNECTION_LIMIT,
+        vcpus_per_replica=VCPUS_PER_REPLICA,
+    )  # fmt: skip
+    return first_guess(shaped, simulated(shaped, architecture), architecture)
 
 
+# A line per limit; where limits need the same replicas, each later line is narrower and
+# broken, with a smaller marker, so every one stays visible.
+LIMITS = {
+    "cpu": {"marker": "o", "markersize": 8, "linewidth": 3.0, "alpha": 0.7},
+    "memory": {"marker": "s", "markersize": 5, "linewidth": 1.8, "linestyle": "--"},
+    "connections": {"marker": "^", "markersize": 4, "linewidth": 1.2, "linestyle": ":"},
+}
+fleets = {}
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, architecture in zip(axes, ("sticky", "mrtr"), strict=True):
     needs = pd.DataFrame([needs_by_think(t, architecture) for t in THINK_SWEEP_S])
     needs.index = THINK_SWEEP_S
-    needs[["cpu", "memory", "connections"]].plot(ax=ax, marker="o", logx=True)
-    ax.set_title(tables.label(architecture))
-    ax.set_xlabel("median think time (s)")
+    fleets[architecture] = needs
+    for limit, style in LIMITS.items():
+        ax.plot(needs.index, needs[limit], label=limit, **style)
+    ax.set_xscale("log")
+    ax.set_title(result_tables.label(architecture))
+    ax.set_xlabel("median think time (s, log scale)")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(True, alpha=0.3)
 axes[0].set_ylabel("replicas needed by this limit alone")
+axes[0].legend(title="limit", fontsize="small", loc="upper left", bbox_to_anchor=(0, 1))
+fig.tight_layout()
 plt.show()
+
+# %%
+sticky_fleet = fleets["sticky"].max(axis=1)
+mrtr_fleet = fleets["mrtr"].max(axis=1)
+claim(
+    sticky_fleet.is_monotonic_increasing and sticky_fleet.iloc[-1] > sticky_fleet.iloc[0],
+    "the legacy fleet grows with think time",
+    sticky=sticky_fleet.to_dict(),
+)
+claim(
+    mrtr_fleet.nunique() == 1
+    and (fleets["mrtr"]["memory"] <= fleets["mrtr"]["cpu"]).all()
+    and (fleets["mrtr"]["connections"] <= fleets["mrtr"]["cpu"]).all(),
+    "MRTR's fleet stays where its CPU puts it, whatever the think time",
+    mrtr=fleets["mrtr"].to_dict("index"),
+)
 
 # %% [markdown]
 # Now hold the think time and vary what a held call weighs. The lab's server measures
 # about 25 KiB of resident memory per held `get_weather` call (`labsim/measured.json`);
 # a tool that keeps a large object graph alive while it waits (a parsed document, a
-# database session) weighs far more. Past a few hundred KiB per call, memory overtakes
-# connections as the limit that binds a 0.5 GB replica:
+# database session) weighs far more. Past several MiB per call, memory overtakes
+# connections as the limit that binds a 2 GB replica:
 
 # %%
 rows = []
 for kib in HELD_KIB_SWEEP:
-    heavy = base.with_overrides(held_call_bytes=kib * 1024)
+    heavy = simulated(request, "sticky").with_overrides(held_call_bytes=kib * 1024)
     rows.append({"KiB per held call": kib, **first_guess(request, heavy, "sticky")})
 held = pd.DataFrame(rows).set_index("KiB per held call")
-ax = held[["cpu", "memory", "connections"]].plot(marker="o", logx=True, figsize=(6, 3.5))
+fig, ax = plt.subplots(figsize=(7, 3.5))
+for limit, style in LIMITS.items():
+    ax.plot(held.index, held[limit], label=limit, **style)
+ax.set_xscale("log", base=2)
+ax.set_xlabel("memory a held call keeps (KiB, log scale)")
 ax.set_ylabel("replicas needed (sticky)")
+ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+ax.set_title(f"A {MEMORY_GB_PER_REPLICA:g} GB, {CONNECTION_LIMIT}-connection replica")
+ax.legend(title="limit", fontsize="small", loc="upper left")
+ax.grid(True, alpha=0.3)
 plt.show()
+light, heaviest = held.loc[held.index <= 1024], held.iloc[-1]
+claim(
+    (light["memory"] < light["connections"]).all() and heaviest["memory"] > heaviest["connections"],
+    "up to a MiB per call connections bind; past several MiB, memory overtakes them",
+    held=held[["memory", "connections"]].to_dict("index"),
+)
 held.add_prefix("replicas needed for ")
 
 # %% [markdown]
@@ -167,20 +223,7 @@ held.add_prefix("replicas needed for ")
 # %%
 scaled = study.scenarios.build("autoscale")
 runs = {a: labsim.simulate(scaled, a, seed=SEED) for a in ("sticky", "mrtr")}
-fig, axes = plt.subplots(3, 2, figsize=(11, 8), sharex=True)
-for column, (architecture, run) in enumerate(runs.items()):
-    axes[0, column].step(run.timeline["time_s"], run.timeline["replicas_billed"], where="post")
-    axes[0, column].set_title(tables.label(architecture))
-    axes[0, column].set_ylabel("replicas billed")
-    share = run.replicas.pivot_table(index="time_s", columns="replica", values="cpu_share")
-    share.plot(ax=axes[1, column], legend=False)
-    axes[1, column].set_ylabel("share of CPU work")
-    axes[2, column].plot(run.timeline["time_s"], run.timeline["held_bytes"] / 1e6)
-    axes[2, column].set_ylabel("held memory (MB)")
-    axes[2, column].set_xlabel("time (s)")
-    for ax in axes[:, column]:
-        for t in run.events.query("kind in ['scale-out', 'scale-in']")["time_s"]:
-            ax.axvline(t, color="grey", linestyle=":")
+fig = plots.autoscaling(runs)
 plt.show()
 
 # %% [markdown]
@@ -192,9 +235,9 @@ plt.show()
 # and cut them at the drain timeout:
 
 # %%
-summary = tables.columns(
+summary = result_tables.columns(
     {
-        tables.label(a): {
+        result_tables.label(a): {
             "replica-hours": r.summary["replica_hours"],
             "bill (USD)": r.summary["cost_total_usd"],
             "calls cut at scale-in": int(
@@ -206,6 +249,35 @@ summary = tables.columns(
         for a, r in runs.items()
     },
     digits=3,
+)
+
+
+def shares_after(run: labsim.RunResult, seconds: float) -> pd.Series:
+    """Each replica's share of the CPU work `seconds` after the first scale-out."""
+    out_s = run.events.query("kind == 'scale-out'")["time_s"].iloc[0]
+    shares = run.replicas.pivot_table(index="time_s", columns="replica", values="cpu_share")
+    return shares.loc[shares.index >= out_s + seconds].iloc[0].dropna()
+
+
+even = {a: shares_after(r, 120) for a, r in runs.items()}
+claim(
+    even["mrtr"].max() < 1.5 * even["mrtr"].min()
+    and even["sticky"].max() > 3 * even["sticky"].min(),
+    "two minutes after the scale-out MRTR's replicas share the work evenly; sticky's new "
+    "ones are still far behind",
+    shares={a: share.round(3).to_dict() for a, share in even.items()},
+)
+later = shares_after(runs["sticky"], 300)
+claim(
+    later.max() > 2 * later.min(),
+    "five minutes on, sticky's old replicas are still hot",
+    shares=later.round(3).to_dict(),
+)
+claim(
+    summary.loc["calls cut at scale-in", result_tables.label("mrtr")] == 0
+    and summary.loc["calls cut at scale-in", result_tables.label("sticky")] > 0,
+    "at the scale-in MRTR cuts nothing; the sticky fleet cuts the users it still holds",
+    cut=summary.loc["calls cut at scale-in"].to_dict(),
 )
 summary
 
@@ -219,6 +291,7 @@ summary
 # tail beyond it. The simulation (a two-round tool, users who may take all day) agrees:
 
 # %%
+base = labsim.SimParams()
 ttl_s = base.state.state_ttl_s
 rows = []
 for median_s in TTL_THINK_MEDIANS_S:
@@ -243,16 +316,30 @@ for median_s in TTL_THINK_MEDIANS_S:
         }
     )
 ttl = pd.DataFrame(rows).set_index("median think (s)")
-ax = ttl.plot(marker="o", logx=True, figsize=(6, 3.5))
-ax.set_ylabel(f"answers after the {ttl_s:g} s TTL")
+fig, ax = plt.subplots(figsize=(7, 3.5))
+ax.plot(ttl.index, ttl["P(think > TTL)"], label="P(think > TTL), the lognormal's tail", lw=3)
+ax.plot(ttl.index, ttl["simulated share asked again"], "s--", ms=5, label="simulated")
+ax.set_xscale("log")
+ax.set_xlabel("median think time (s, log scale)")
+ax.set_ylabel(f"share of answers after the {ttl_s:g} s TTL")
+ax.set_title("Who is asked again: the think-time tail beyond the TTL")
+ax.legend(fontsize="small", loc="upper left")
+ax.grid(True, alpha=0.3)
 plt.show()
+gap = (ttl["simulated share asked again"] - ttl["P(think > TTL)"]).abs()
+claim(
+    gap.max() < 0.1 and ttl["simulated share asked again"].is_monotonic_increasing,
+    "the simulation agrees with the lognormal's tail (within a tenth)",
+    gap=gap.round(3).to_dict(),
+)
 ttl.round(3)
 
 # %% [markdown]
 # ## Exercises
 #
-# Solutions are in the collapsed cells under each exercise: click the three dots to open
-# one, after you have tried.
+# Each exercise has its answer under it, behind a **Show answer** button: what the
+# solution finds and why, beside what its code prints. Try first. The solution's code is
+# folded in the cell above the button; click the cell's collapsed-input bar (⋯) to read it.
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 1.** Give the replicas room: 4 GB and 4,096 connections, and users who
@@ -260,30 +347,59 @@ ttl.round(3)
 # fleets? (Use `first_guess` for a quick answer, `plan` to confirm.)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    Every architecture is now sized by its **CPU**: with a second of thinking, Little's
+    law leaves few calls held at once, so neither memory nor connections come near a
+    roomy replica's limits. The three fleets land **within a replica of each other**:
+    the difference between the architectures is what they hold while users think, and
+    here users hardly think.
+    """
+):
     roomy = PlanRequest(RATE_PER_S, 1.0, SLO_P95_MS, 4.0, 4096, replications=1, measure_s=60.0)
-    guesses = {
-        tables.label(a): {
-            f"replicas for {limit}": n for limit, n in first_guess(roomy, base, a).items()
-        }
-        for a in ARCHITECTURES
-    }
-    display(tables.columns(guesses))
-    # Every architecture is now sized by its CPU: the held calls are few (Little's law with
-    # 1 s of thinking), so the three fleets land within a replica of each other.
+    guesses = {a: first_guess(roomy, simulated(roomy, a), a) for a in ARCHITECTURES}
+    display(
+        result_tables.columns(
+            {
+                result_tables.label(a): {f"replicas for {limit}": n for limit, n in g.items()}
+                for a, g in guesses.items()
+            }
+        )
+    )
+    fleets_roomy = {a: max(g.values()) for a, g in guesses.items()}
+    claim(
+        all(g["cpu"] == max(g.values()) for g in guesses.values())
+        and max(fleets_roomy.values()) - min(fleets_roomy.values()) <= 1,
+        "with room and quick users every fleet is sized by its CPU, within a replica of the others",
+        guesses=guesses,
+    )
 
 # %% [markdown] tags=["exercise"]
-# **Exercise 2.** At what median think time does a sticky fleet of 0.5 GB, 256-connection
+# **Exercise 2.** At what median think time does a sticky fleet of 2 GB, 256-connection
 # replicas need twice the replicas MRTR needs, for `RATE_PER_S` calls per second?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    MRTR's fleet does not depend on think time; the sticky fleet grows with it, as the
+    streams held grow (Little's law) until connections bind. Walking up the think times,
+    the first at which the sticky fleet is twice MRTR's is printed: past it, **every
+    second a user thinks costs the sticky deployment replicas**, and MRTR nothing.
+    """
+):
+    doubled_at = None
     for think_s in np.geomspace(1, 600, 25):
         sticky = max(needs_by_think(think_s, "sticky").values())
         mrtr = max(needs_by_think(think_s, "mrtr").values())
         if sticky >= 2 * mrtr:
+            doubled_at = think_s
             print(f"from about {think_s:.0f} s: sticky {sticky} replicas, MRTR {mrtr}")
             break
+    claim(
+        doubled_at is not None and doubled_at < THINK_MEDIAN_S,
+        f"the sticky fleet doubles MRTR's below the {THINK_MEDIAN_S:g} s of this notebook's users",
+        doubled_at_s=doubled_at,
+    )
 
 # %% [markdown] tags=["exercise"]
 # **Exercise 3.** Scale on requests in flight per replica instead of CPU
@@ -291,12 +407,25 @@ with hidden_answer():
 # to the sticky fleet's size and bill compared with MRTR's?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-with hidden_answer():
+with hidden_answer(
+    """
+    A held SSE stream is a request in flight for the whole of its user's think time. So
+    an autoscaler that counts requests in flight scales the sticky fleet out **for users
+    who are thinking, not for work**: many more replica-hours, and a larger bill, for the
+    same CPU. MRTR's requests are in flight only while they are served, so its fleet
+    follows the work.
+    """
+):
     from labsim.model.autoscale import Autoscaler
 
     by_in_flight = scaled.with_overrides(autoscaler=Autoscaler(metric="in-flight", target=20.0))
+    hours = {}
     for architecture in ("sticky", "mrtr"):
         result = labsim.simulate(by_in_flight, architecture, seed=SEED).summary
+        hours[architecture] = result["replica_hours"]
         print(f"{architecture}: {result['replica_hours']:.2f} replica-hours")
-    # The held streams are in flight for the whole think time, so the sticky fleet scales out
-    # for users who are thinking, not for work: many more replica-hours for the same CPU.
+    claim(
+        hours["sticky"] > 1.5 * hours["mrtr"],
+        "scaling on requests in flight, the sticky fleet takes far more replica-hours",
+        replica_hours=hours,
+    )

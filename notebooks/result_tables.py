@@ -171,6 +171,13 @@ def pivot(
     return whole_numbers(table)
 
 
+def wide(tidy: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
+    """Tidy rows (as `labsim.study.compare` and `sweep` return them) as one row of means per
+    group of `by` and a column per metric: the shape `pivot` reads."""
+    means = tidy.pivot_table(index=list(by), columns="metric", values="mean")
+    return means.reset_index().rename_axis(columns=None)
+
+
 def events(frame: pd.DataFrame) -> pd.DataFrame:
     """A run's fault events (labsim's `RunResult.events`) with readable headings; events of
     the whole cluster (replica -1) name no replica."""

@@ -16,7 +16,7 @@ import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-from labsim.study.plots import COLOURS, LABELS
+from labsim.study.plots import COLOURS, LABELS, clipped_errors
 
 #: How a replica's step in a rolling upgrade is drawn on a timeline.
 EVENT_STYLES = {"drain": ":", "stop": "--", "ready": "-"}
@@ -84,7 +84,8 @@ def against_simulation(
     title: str,
 ) -> Figure:
     """A panel per metric: the simulation's mean (grey, whiskers one standard deviation of
-    its runs) beside the measurement (the architecture's colour), an architecture per pair.
+    its runs, stopped at zero) beside the measurement (the architecture's colour), an
+    architecture per pair.
 
     The three frames have a row per architecture (by its label) and a column per metric.
     """
@@ -98,7 +99,7 @@ def against_simulation(
             x - 0.2,
             predicted[metric],
             0.4,
-            yerr=spread.reindex(names)[metric],
+            yerr=clipped_errors(predicted[metric], spread.reindex(names)[metric].fillna(0.0)),
             capsize=3,
             color="lightgrey",
             edgecolor="black",

@@ -111,3 +111,33 @@ def test_events_name_the_cluster_wide_ones_and_read_in_words() -> None:
     table = tables.events(frame)
     assert list(table.columns) == ["time (s)", "event", "replica", "detail"]
     assert table["replica"].tolist() == ["all", 0]
+
+
+def test_an_interval_never_reaches_where_its_quantity_cannot_go() -> None:
+    """A count of 0.2 ± 0.555 (two replications) reads from 0, not from -0.355; a share
+    of 96% ± 4.7 stops at 100%."""
+    rows = pd.DataFrame(
+        [
+            {"architecture": "sticky", "metric": "lost", "mean": 0.2, "ci_half_width": 0.555},
+            {"architecture": "sticky", "metric": "failed", "mean": 3.0, "ci_half_width": 0.5},
+            {
+                "architecture": "sticky",
+                "metric": "completed_fraction",
+                "mean": 0.96,
+                "ci_half_width": 0.047,
+            },
+        ]
+    )
+    table = tables.readable(rows, ["lost", "failed", "completed_fraction"], with_ci=True)
+    assert table.loc["sticky load balancer"].tolist() == [
+        "0.2 (0 to 0.76)",
+        "3 ± 0.5",
+        "96 (91 to 100)",
+    ]
+
+
+def test_wide_turns_tidy_rows_into_a_row_per_group() -> None:
+    wide = tables.wide(tidy("arrival_rate_per_s"), ["arrival_rate_per_s", "architecture"])
+    assert list(wide.columns) == ["arrival_rate_per_s", "architecture", "failed", "p95_latency_s"]
+    row = wide[(wide["arrival_rate_per_s"] == 4) & (wide["architecture"] == "mrtr")]
+    assert row["failed"].tolist() == [12.0]
