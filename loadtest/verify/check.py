@@ -187,7 +187,7 @@ def live_run(
         rate_per_s=case.rate_per_s,
         workers_per_replica=plan.workload.workers_per_replica,
     )
-    judged = judge_run(run, plan.slo, hosting.max_cpu_wait_share)
+    judged = judge_run(run, plan.slo, hosting.max_cpu_wait_share, hosting.max_cpu_wait_of_slo)
     judged["command"] = scenario_command(config)
     return judged
 

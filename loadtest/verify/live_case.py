@@ -68,7 +68,14 @@ class Hosting:
         0.2,
         metavar="SHARE",
         help="largest share of a replica's busy time (CPU + wait for a CPU) spent waiting "
-        "for a CPU that other programs held, beyond which a run is not judged",
+        "for a CPU that other programs held; a run beyond it, and beyond "
+        "--max-cpu-wait-of-slo, is not judged",
+    )
+    max_cpu_wait_of_slo: float = setting(
+        0.05,
+        metavar="SHARE",
+        help="largest wait for a CPU a call may meet on the mean, as a share of the SLO's "
+        "p95; a run beyond it, and beyond --max-cpu-wait-share, is not judged",
     )
 
 

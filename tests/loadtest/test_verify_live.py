@@ -102,7 +102,7 @@ def test_verify_plan_refuses_to_judge_replicas_that_waited_for_the_cpu(
     out = tmp_path / "refused.json"
     result = loadtest(
         "verify-plan", str(light_plan), "--arch", "mrtr", "--duration", "3", "--warmup",
-        "1", "--max-cpu-wait-share", "0", "--json", str(out),
+        "1", "--max-cpu-wait-share", "0", "--max-cpu-wait-of-slo", "0", "--json", str(out),
     )  # fmt: skip
     assert result.returncode == 3, result.stderr[-2000:]
     document = json.loads(out.read_text())

@@ -156,9 +156,12 @@ def test_failed_and_lost_calls_count_as_misses_in_the_percentiles(plan_document:
 def test_a_run_whose_replicas_waited_for_the_cpu_is_not_judged(plan_document: dict) -> None:
     slo = parse_plan(plan_document).slo
     calls = [_call("completed", 10.0) for _ in range(100)]
+    # Half its busy time waiting: a second over 100 calls, 10 ms a call, a tenth of the SLO.
     starved = judge_run(_run(calls, wait_share=0.5), slo, 0.2)
     assert starved["judged"] is False and "waited for a CPU 50%" in starved["reason"]
     assert judge_run(_run(calls, wait_share=0.5), slo, 0.6)["judged"]
+    # As long a share of busy time, but a wait the calls hardly notice: judged.
+    assert judge_run(_run(calls, wait_share=0.5), slo, 0.2, max_cpu_wait_of_slo=0.2)["judged"]
 
 
 def test_a_load_generator_that_fell_behind_is_not_judged(plan_document: dict) -> None:
