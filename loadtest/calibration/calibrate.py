@@ -269,7 +269,7 @@ def fit_runs(probes: list[dict[str, Any]], measured: list[dict[str, Any]]) -> Fi
             (probe_round_s, *delay_outside(probe.pop("clean_latencies_ms"), probe_round_s))
         )
     delays_s = [network_s for _, network_s, _ in fitted]
-    reasons = probe_disturbances(delays_s, probes)
+    reasons = probe_disturbances(delays_s)
     chosen = median_probe(delays_s, reasons)
     described = [
         {
@@ -298,6 +298,13 @@ def _disturbed(fit: Fit, levels: list[dict[str, Any]]) -> list[str]:
         found.append("every probe was disturbed: the delay outside the replica is not trusted")
     for row in levels:
         found += [f"level {row['target_utilization']:.0%}: {text}" for text in row["disturbed"]]
+    runs = sum(len(row["live"]) for row in levels)
+    busy = sum(text.startswith("run ") for row in levels for text in row["disturbed"])
+    if busy * 2 > runs:
+        found.append(
+            f"{busy} of {runs} level runs were disturbed: the machine was busy throughout, "
+            "the probes' delay outside the replica with it"
+        )
     return found
 
 

@@ -203,13 +203,11 @@ def test_a_run_that_met_a_busy_machine_is_left_out_and_flagged() -> None:
 
 
 def test_a_probe_far_from_the_others_is_disturbed_and_the_median_taken() -> None:
-    quiet = {"window": {"cpu_s": 1.0, "wait_s": 0.02}}
     delays = [0.0007, 0.0021, 0.0008]
-    reasons = probe_disturbances(delays, [quiet, quiet, quiet])
+    reasons = probe_disturbances(delays)
     assert reasons[0] is None and reasons[2] is None and "1.5x" in (reasons[1] or "")
     assert median_probe(delays, reasons) == 0  # of the undisturbed 0.7 and 0.8 ms: the lower
-    busy = {"window": {"cpu_s": 1.0, "wait_s": 0.5}}
-    assert "waited for a CPU" in (probe_disturbances(delays, [busy, quiet, quiet])[0] or "")
+    assert probe_disturbances([0.0007, 0.0009, 0.0008]) == [None, None, None]
 
 
 def test_a_rounds_service_leaves_the_background_work_out() -> None:
