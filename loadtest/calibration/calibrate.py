@@ -45,6 +45,7 @@ from labsim.model.params import SimParams
 from loadtest.calibration.disturbance import (
     median_probe,
     probe_disturbances,
+    typical_wait_share,
     wait_share,
 )
 from loadtest.calibration.levels import level_row
@@ -171,6 +172,7 @@ def run_calibration(
         held_call_bytes=round(held["rss_bytes_per_call"]) if held else _simulated_held(),
         max_restarts=LoadTestConfig().max_retries,
     )
+    typical = typical_wait_share([run for level in runs for run in level])
     levels = [
         level_row(
             target,
@@ -179,6 +181,7 @@ def run_calibration(
             arch,
             background_per_s=fit.idle_cpu_per_s,
             simulated_calls=simulated_calls,
+            typical_wait_share=typical,
         )
         for target, level_runs in zip(utilizations, runs, strict=True)
     ]

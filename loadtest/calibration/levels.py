@@ -46,16 +46,18 @@ def level_row(
     *,
     background_per_s: float = 0.0,
     simulated_calls: int = CALLS_PER_LEVEL,
+    typical_wait_share: float | None = None,
 ) -> dict[str, Any]:
     """The report's row for one level: live runs (`calibration_run.run_level`, each with its
     `round_service_s`) and their twins, each simulating about `simulated_calls` calls. The
     twin serves rounds only: the replica's background work, `background_per_s` of its time,
     is added to the twin's busy share.
 
-    A run that met a busy machine (`loadtest/calibration/disturbance.py`) is left out of
-    the medians; with fewer than `MIN_QUIET_RUNS` runs left the level is `disturbed` and
-    its ratios are not reported (None)."""
-    reasons = [run_disturbance(run) for run in runs]
+    A run that met a busy machine (`loadtest/calibration/disturbance.py`, against the
+    calibration's `typical_wait_share`) is left out of the medians; with fewer than
+    `MIN_QUIET_RUNS` runs left the level is `disturbed` and its ratios are not reported
+    (None)."""
+    reasons = [run_disturbance(run, typical_wait_share) for run in runs]
     disturbed = [f"run {i + 1}: {why}" for i, why in enumerate(reasons) if why]
     quiet = [run for run, why in zip(runs, reasons, strict=True) if why is None]
     reported = len(quiet) >= MIN_QUIET_RUNS

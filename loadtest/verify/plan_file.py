@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labsim.model.shapes import BYTES_PER_SHAPE_GB
 from loadtest.config import ARCHITECTURES, TOOL_CPU_KINDS, LoadTestError
 
 
@@ -88,10 +89,6 @@ class Plan:
     workload: Workload
     slo: Slo
     answers: dict[str, Answer]
-
-
-#: A replica's memory in bytes per GB of the plan's shapes (1,024 MiB, as labsim sells them).
-BYTES_PER_SHAPE_GB = 1024**3
 
 
 def read_plan(path: str | Path) -> Plan:

@@ -185,14 +185,21 @@ def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
 
 
 def test_a_run_that_met_a_busy_machine_is_left_out_and_flagged() -> None:
-    # The second run's replica waited for a CPU a quarter of its busy time.
-    runs = [_run(40.0, 0.005), _run(120.0, 0.005, wait_s=1.0), _run(50.0, 0.006)]
+    # The second run's replica waited for a CPU 40% of its busy time.
+    runs = [_run(40.0, 0.005), _run(120.0, 0.005, wait_s=2.0), _run(50.0, 0.006)]
     row = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000)
     assert row["p95_ms"]["measured_runs"] == [40.0, 50.0] and row["runs_judged"] == 2
-    assert len(row["disturbed"]) == 1 and "waited for a CPU 25%" in row["disturbed"][0]
+    assert len(row["disturbed"]) == 1 and "waited for a CPU 40%" in row["disturbed"][0]
     assert row["ratio"]["p95_ms"] is not None
+    # A quarter of its busy time: a burst where the other runs waited 5%, not where they
+    # waited 20% (the twin takes a steady wait into its service time).
+    runs = [_run(40.0, 0.005), _run(120.0, 0.005, wait_s=1.0), _run(50.0, 0.006)]
+    burst = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000, typical_wait_share=0.05)
+    assert burst["runs_judged"] == 2 and "2x the other runs' 5%" in burst["disturbed"][0]
+    steady = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000, typical_wait_share=0.2)
+    assert steady["runs_judged"] == 3 and steady["disturbed"] == []
     # Two of three disturbed: the level is flagged, its ratios not reported.
-    runs = [_run(40.0, 0.005, wait_s=1.0), _run(120.0, 0.005, wait_s=1.0), _run(50.0, 0.006)]
+    runs = [_run(40.0, 0.005, wait_s=2.0), _run(120.0, 0.005, wait_s=2.0), _run(50.0, 0.006)]
     row = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000)
     assert row["ratio"] == {"throughput": None, "p50_ms": None, "p95_ms": None}
     assert "not reported" in row["disturbed"][-1]
