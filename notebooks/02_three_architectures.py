@@ -70,6 +70,7 @@ from labsim import ARCHITECTURES, study
 from labsim.model.cost import replica_hour_usd
 from labsim.model.tools import questions_per_call
 from labsim.study import plots
+from labsim.study.experiments import one_run_each
 from labsim.study.plots import Panel
 
 # %% [markdown]
@@ -156,13 +157,14 @@ pd.DataFrame(
 # calls after it.
 
 # %%
-params = study.scenarios.build(
-    "steady",
-    replicas=REPLICAS,
-    arrival_rate_per_s=ARRIVAL_RATE_PER_S,
-    think_median_s=THINK_MEDIAN_S,
-)
-runs = {name: labsim.simulate(params, name, seed=SEED) for name in ARCHITECTURES}
+DEPLOYMENT = {
+    "replicas": REPLICAS,
+    "arrival_rate_per_s": ARRIVAL_RATE_PER_S,
+    "think_median_s": THINK_MEDIAN_S,
+}
+params = study.scenarios.build("steady", **DEPLOYMENT)
+# One run per architecture from the same seed: the same calls for each.
+runs = {run.architecture: run for run in one_run_each("steady", SEED, **DEPLOYMENT)}
 result_tables.column(
     {
         "simulated time (s)": params.horizon_s,
@@ -433,8 +435,9 @@ def explore(
     vcpu_usd_per_hour: float = COST.vcpu_hour_usd,
 ) -> None:
     """Simulate the three architectures with these values and plot the headline numbers."""
-    chosen = study.scenarios.build(
+    chosen = one_run_each(
         "steady",
+        SEED,
         replicas=replicas,
         arrival_rate_per_s=ARRIVAL_RATE_PER_S,
         think_median_s=think_median_s,
@@ -443,7 +446,7 @@ def explore(
         vcpu_hour_usd=vcpu_usd_per_hour,
         horizon_s=600.0,
     )
-    summaries = {name: labsim.simulate(chosen, name, seed=SEED).summary for name in ARCHITECTURES}
+    summaries = {run.architecture: run.summary for run in chosen}
     plots.headline_bars(
         summaries,
         [

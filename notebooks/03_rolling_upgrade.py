@@ -65,8 +65,9 @@ from lab_deployment import LabDeployment, new_state_key
 from scipy import stats
 
 import labsim
-from labsim import ARCHITECTURES, study
+from labsim import study
 from labsim.study import plots
+from labsim.study.experiments import one_run_each
 from labsim.study.plots import Panel
 from loadtest.harness.cluster import KeyRing
 from server.client import Handlers, McpError, MrtrClient, accept
@@ -91,14 +92,15 @@ lab = LabDeployment()
 # 4. back **up**, serving version 2.
 
 # %%
-upgrade = study.scenarios.build(
-    "rolling-upgrade",
-    replicas=REPLICAS,
-    drain_timeout_s=DRAIN_TIMEOUT_S,
-    restart_s=RESTART_S,
-    at_s=UPGRADE_AT_S,
-)
-runs = {name: labsim.simulate(upgrade, name, seed=SEED) for name in ARCHITECTURES}
+ROLLOUT = {
+    "replicas": REPLICAS,
+    "drain_timeout_s": DRAIN_TIMEOUT_S,
+    "restart_s": RESTART_S,
+    "at_s": UPGRADE_AT_S,
+}
+upgrade = study.scenarios.build("rolling-upgrade", **ROLLOUT)
+# One run per architecture from the same seed: the same calls for each.
+runs = {run.architecture: run for run in one_run_each("rolling-upgrade", SEED, **ROLLOUT)}
 result_tables.events(runs["mrtr"].events.head(8))
 
 # %% [markdown]

@@ -67,6 +67,7 @@ import labsim
 from labsim import ARCHITECTURES, study
 from labsim.model.cost import SECONDS_PER_HOUR, Usage, bill
 from labsim.study import plots
+from labsim.study.experiments import one_run_each
 from labsim.study.plots import Panel
 
 # %% [markdown]
@@ -138,7 +139,7 @@ result_tables.readable(
 
 # %%
 crash = study.scenarios.build("crash")
-crash_runs = [labsim.simulate(crash, name, seed=SEED) for name in ARCHITECTURES]
+crash_runs = one_run_each("crash", SEED)
 fig = plots.timeline(crash_runs, series=("open_streams", "replicas_up"))
 fig.axes[-1].set_xlim(400, 560)
 plt.show()

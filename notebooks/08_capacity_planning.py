@@ -307,11 +307,14 @@ for median_s in TTL_THINK_MEDIANS_S:
     )
     calls = labsim.simulate(slow, "mrtr", seed=SEED).measured_calls()
     expiries = calls["expired_states"].sum()
-    carrying = calls["answers"].sum() - len(calls) - expiries
+    # The answers that came with a state to open: each one that found it expired, and the
+    # second answer of each call that completed. (A call whose state expires more than
+    # `client.max_call_restarts` times is given up, so counting every answer would not do.)
+    checked = expiries + (calls["outcome"] == "completed").sum()
     rows.append(
         {
             "median think (s)": median_s,
-            "simulated share asked again": expiries / carrying,
+            "simulated share asked again": expiries / checked,
             "P(think > TTL)": stats.lognorm(s=base.workload.think_sigma, scale=median_s).sf(ttl_s),
         }
     )
@@ -328,8 +331,8 @@ ax.grid(True, alpha=0.3)
 plt.show()
 gap = (ttl["simulated share asked again"] - ttl["P(think > TTL)"]).abs()
 claim(
-    gap.max() < 0.1 and ttl["simulated share asked again"].is_monotonic_increasing,
-    "the simulation agrees with the lognormal's tail (within a tenth)",
+    gap.max() < 0.05 and ttl["simulated share asked again"].is_monotonic_increasing,
+    "the simulation agrees with the lognormal's tail (within 0.05)",
     gap=gap.round(3).to_dict(),
 )
 ttl.round(3)
