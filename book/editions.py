@@ -39,6 +39,20 @@ KERNEL_ONLY_MODELS = {"ButtonModel"}
 HTML_MODELS = {"HTMLModel", "HTMLMathModel"}
 #: A widget model id as ipywidgets writes them.
 MODEL_ID = re.compile(r"[0-9a-f]{32}")
+#: The form of a rich output a page shows, first found first (myst-nb's order for HTML).
+RENDER_PRIORITY = (
+    WIDGET_VIEW,
+    "application/javascript",
+    "text/html",
+    "image/svg+xml",
+    "image/png",
+    "image/gif",
+    "image/jpeg",
+    "text/markdown",
+    "text/latex",
+    "text/plain",
+)
+TEXT_FORMS = {"text/html", "text/markdown", "text/plain"}
 #: The target of a Markdown link, `](...)`: a page shows its text alone.
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
 
@@ -168,12 +182,18 @@ def readable(text: str) -> str:
 
 
 def _output_text(output: dict[str, Any]) -> str:
+    """The text a page shows for an output: a stream's, or that of the one form of a
+    rich output the page renders (a table's HTML rather than its plain text, none for a
+    figure)."""
+    if "text" in output:
+        text = output["text"]
+        return "".join(text) if isinstance(text, list) else str(text)
     data = output.get("data", {})
-    texts = [output.get("text", ""), data.get("text/plain", ""), data.get("text/markdown", "")]
-    texts = ["".join(text) if isinstance(text, list) else text for text in texts]
-    html = data.get("text/html", "")
-    texts.append(visible_text("".join(html) if isinstance(html, list) else html))
-    return "\n".join(texts)
+    shown = next((mime for mime in RENDER_PRIORITY if mime in data), None)
+    if shown not in TEXT_FORMS:
+        return ""
+    text = "".join(data[shown]) if isinstance(data[shown], list) else str(data[shown])
+    return visible_text(text) if shown == "text/html" else text
 
 
 def solution_texts(notebook: nbformat.NotebookNode, min_chars: int = 16) -> list[str]:
