@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from labsim.model.metrics import bounds, clipped_interval
 from labsim.study.plots import LABELS
 
 #: metric -> (column name with unit, divisor from the summary's unit).
@@ -63,24 +64,14 @@ METRICS: dict[str, tuple[str, float]] = {
 }
 
 
-#: Metrics that are shares of a whole (at most 1 in the summary's unit); every metric is
-#: at least 0.
-SHARES = frozenset({"completed_fraction", "utilization", "store_share_of_bill"})
-
-
-def bounds(metric: str) -> tuple[float, float]:
-    """The values `metric` can take, in the summary's unit: (lowest, highest)."""
-    return 0.0, 1.0 if metric in SHARES else math.inf
-
-
 def mean_and_interval(mean: float, half_width: float, low: float, high: float) -> str:
     """ "mean ± half-width", or "mean (from to to)" where the interval, clipped to [low,
     high], is no longer symmetric: a count of 0.5 ± 6.4 reads "0.5 (0 to 6.9)"."""
     if pd.isna(half_width):
         return significant(mean, 3)
-    if mean - half_width >= low and mean + half_width <= high:
+    lower, upper = clipped_interval(mean, half_width, low, high)
+    if (lower, upper) == (mean - half_width, mean + half_width):
         return f"{significant(mean, 3)} ± {significant(half_width, 2)}"
-    lower, upper = max(mean - half_width, low), min(mean + half_width, high)
     return f"{significant(mean, 3)} ({significant(lower, 2)} to {significant(upper, 2)})"
 
 

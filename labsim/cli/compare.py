@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from labsim.cli.options import PARAMS_HELP, PROCESSES_HELP, SET_HELP, add_command, overrides
+from labsim.model.metrics import bounds, clipped_interval
 from labsim.study import experiments, scenarios
 
 # (summary metric, row label, divisor) in the `compare` table.
@@ -123,16 +124,22 @@ def write_json(
     path.write_text(json.dumps(payload, indent=2, default=dataclasses.asdict) + "\n")
 
 
-def _format(mean: float, half_width: float) -> str:
+def _format(mean: float, half_width: float, low: float, high: float) -> str:
+    """ "mean ± half-width", or "mean (from to to)" where the interval, kept within what the
+    metric can take, is no longer symmetric: a count of 0.200 ± 0.555 reads "0.200 (0 to
+    0.755)"."""
     if not math.isfinite(mean):
         return "-"
     if mean == 0 and not half_width:
         return "0"
     digits = 0 if abs(mean) >= 100 else 2 if abs(mean) >= 1 else 3
     text = f"{mean:,.{digits}f}"
-    if math.isfinite(half_width) and half_width > 0:
-        text += f" ± {half_width:,.{digits}f}"
-    return text
+    if not (math.isfinite(half_width) and half_width > 0):
+        return text
+    lower, upper = clipped_interval(mean, half_width, low, high)
+    if (lower, upper) == (mean - half_width, mean + half_width):
+        return f"{text} ± {half_width:,.{digits}f}"
+    return f"{text} ({lower:,.{digits}f} to {upper:,.{digits}f})"
 
 
 def comparison_table(comparison: pd.DataFrame, scenario: str) -> pd.DataFrame:
@@ -148,7 +155,11 @@ def comparison_table(comparison: pd.DataFrame, scenario: str) -> pd.DataFrame:
         if metric.startswith("task") and not has_tasks:
             continue
         table[label] = {
-            a: _format(cells.at[a, "mean"] / divisor, cells.at[a, "ci_half_width"] / divisor)
+            a: _format(
+                cells.at[a, "mean"] / divisor,
+                cells.at[a, "ci_half_width"] / divisor,
+                *(limit / divisor for limit in bounds(metric)),
+            )
             for a in architectures
         }
     return pd.DataFrame(table).T[architectures]

@@ -18,6 +18,17 @@ if TYPE_CHECKING:
     from labsim.model.params import SimParams
 
 COMPLETED, FAILED, LOST, ABANDONED = "completed", "failed", "lost", "abandoned"
+#: Summary metrics that are shares of a whole, at most 1; every summary metric is at least 0.
+SHARES = frozenset(
+    {
+        "completed_fraction",
+        "completed_share",
+        "failed_fraction",
+        "waited_fraction",
+        "utilization",
+        "store_share_of_bill",
+    }
+)
 OUTCOMES = (COMPLETED, FAILED, LOST, ABANDONED)
 
 # One row per call, in this order (see `Call.record` in labsim.model.call).
@@ -215,6 +226,19 @@ def littles_law(result: RunResult) -> LittlesLaw:
         arrival_rate_per_s=len(measured) / window_s,
         mean_time_in_system_s=float(measured["time_in_system_s"].mean()) if len(measured) else 0.0,
     )
+
+
+def bounds(metric: str) -> tuple[float, float]:
+    """The values a summary metric can take: (lowest, highest)."""
+    return 0.0, 1.0 if metric in SHARES else math.inf
+
+
+def clipped_interval(
+    mean: float, half_width: float, low: float = 0.0, high: float = math.inf
+) -> tuple[float, float]:
+    """The interval `mean` ± `half_width` kept within [low, high]: a count's interval never
+    reaches below zero, a share's never above one."""
+    return max(mean - half_width, low), min(mean + half_width, high)
 
 
 def quantile_counting_misses(latency_s: np.ndarray, p: float) -> float:

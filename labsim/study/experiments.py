@@ -59,7 +59,9 @@ def confidence_interval(values: Iterable[float], level: float = 0.95) -> tuple[f
     if n == 0:
         return float("nan"), float("nan")
     mean = float(sample.mean())
-    if n == 1:
+    if n == 1 or math.isinf(mean):
+        # One run says nothing of its spread; nor do runs of which one never ended (an
+        # infinite p95: a run with more misses than the quantile allows).
         return mean, float("nan")
     half_width = stats.t.ppf((1 + level) / 2, n - 1) * sample.std(ddof=1) / math.sqrt(n)
     return mean, float(half_width)

@@ -7,7 +7,9 @@ rearranged, and recorded again when the model gained the balancer's health check
 connections it keeps for reuse and the percentiles over every call: those added their
 figures (`refused_requests`, `down_marks`, `p95_latency_all_s` ...), and a task's polls
 now hold connections (`peak_replica_connections` of `persistent-store-outage`); every
-other figure stayed as it was. A change to the model, the scenarios or the statistics
+other figure stayed as it was. Its printed tables were recorded again when an interval that
+would reach below what a metric can take came to be printed clipped ("0.50 (0.00 to 6.85)"),
+the JSON unchanged. A change to the model, the scenarios or the statistics
 that moves a number fails here. The printed table must match line for line; the JSON
 number for number, to 1e-9 relative (floats may round differently in their last digit).
 """

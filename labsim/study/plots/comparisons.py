@@ -18,7 +18,7 @@ from matplotlib import pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from labsim.model.metrics import RunResult
+from labsim.model.metrics import RunResult, bounds, clipped_interval
 from labsim.study.plots.panels import legend_below
 from labsim.study.plots.runs import latency_cdf, timeline
 from labsim.study.plots.style import COLOURS, LINES, MARKERS, legend_label
@@ -43,9 +43,10 @@ def clipped_errors(
 ) -> np.ndarray:
     """Error bars (below, above) for `means` ± `half_widths`, clipped to [low, high]: a
     count's interval never reaches below zero, a fraction's never above one."""
-    lower = np.minimum(half_widths, np.maximum(means - low, 0.0))
-    upper = np.minimum(half_widths, np.maximum(high - means, 0.0))
-    return np.vstack([lower.to_numpy(dtype=float), upper.to_numpy(dtype=float)])
+    ends = [clipped_interval(m, w, low, high) for m, w in zip(means, half_widths, strict=True)]
+    below = [max(m - lo, 0.0) for m, (lo, _) in zip(means, ends, strict=True)]
+    above = [max(hi - m, 0.0) for m, (_, hi) in zip(means, ends, strict=True)]
+    return np.vstack([np.asarray(below, dtype=float), np.asarray(above, dtype=float)])
 
 
 def cost_bars(comparison: pd.DataFrame, scenario: str = "steady", ax: Axes | None = None) -> Figure:
@@ -102,7 +103,7 @@ def comparison_grid(
         architectures = list(means.columns)
         width = 0.8 / max(len(architectures), 1)
         x = np.arange(len(means.index))
-        high = 1.0 / divisor if metric.endswith("_fraction") else np.inf
+        high = bounds(metric)[1] / divisor
         for k, architecture in enumerate(architectures):
             ax.bar(
                 x + (k - (len(architectures) - 1) / 2) * width,
