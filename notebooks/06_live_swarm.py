@@ -311,7 +311,7 @@ def measured_row(summary: dict) -> dict:
         "upgrade duration (s)": faults.get("upgrade done", np.nan)
         - faults.get("upgrade start", np.nan),
         "slowest drain (s)": max((d["drained_s"] for d in drains), default=np.nan),
-        "sessions cut at the drain timeout": sum(d["still_held"] for d in drains),
+        "requests cut at the drain timeout": sum(d["still_held"] for d in drains),
     }
 
 

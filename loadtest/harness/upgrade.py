@@ -19,11 +19,12 @@ from typing import Any
 from loadtest.harness.cluster import Cluster
 
 
-def held_sessions(cluster: Cluster, name: str) -> int:
-    """Sessions HAProxy sees on the replica, plus requests the replica reports in flight."""
-    sessions = cluster.api.sessions(name)
+def still_open(cluster: Cluster, name: str) -> tuple[int, int]:
+    """What a draining replica still has: the connections HAProxy keeps to it (idle
+    keep-alives among them) and the requests it reports in flight (each held stream among
+    them, counted once). Stopping it cuts the requests."""
     health = cluster.health(name)
-    return sessions + int(health.get("in_flight", 0)) + int(health.get("open_streams", 0))
+    return cluster.api.sessions(name), int(health.get("in_flight", 0))
 
 
 def rolling_upgrade(
@@ -42,10 +43,17 @@ def rolling_upgrade(
         cluster.api.drain(name)
         cluster.log("drain", replica=name)
         deadline = started + drain_timeout_s
-        while (remaining := held_sessions(cluster, name)) > 0 and time.monotonic() < deadline:
+        while any(open_now := still_open(cluster, name)) and time.monotonic() < deadline:
             time.sleep(poll_s)
         drained_s = time.monotonic() - started
-        cluster.log("stop", replica=name, still_held=remaining, drained_s=round(drained_s, 3))
+        connections, remaining = open_now
+        cluster.log(
+            "stop",
+            replica=name,
+            still_held=remaining,
+            connections=connections,
+            drained_s=round(drained_s, 3),
+        )
         cluster.replace(name, tool_version=tool_version, rotated_keys=rotate_keys)
         cluster.api.ready(name)
         cluster.wait_up(name)
@@ -54,7 +62,7 @@ def rolling_upgrade(
             {
                 "replica": name,
                 "drained_s": drained_s,
-                "cut_sessions": remaining,
+                "cut_requests": remaining,
                 "total_s": time.monotonic() - started,
             }
         )

@@ -3,10 +3,11 @@
 The cluster (`loadtest.harness.cluster`) and the rolling upgrade log what happened with its
 wall-clock time (`time.time()`) and a few details, for programs: `{"event": "stop",
 "replica": "r1", "still_held": 21, "drained_s": 2.102}`. The Lab tab, its chart and the
-terminal summaries tell the same events in words ("r1 stopped after 2.10 s of draining;
-21 still open were cut") and draw each fault as a span from its first event to its last
-(a rolling upgrade from `upgrade start` to `upgrade done`, a crash until its replica is
-restarted, a store outage until the store is up), on the wall clock Locust's charts use.
+terminal summaries tell the same events in words ("r1 stopped after 2.10 s of draining:
+the drain timeout ran out with 21 requests still being served there, cut") and draw each
+fault as a span from its first event to its last (a rolling upgrade from `upgrade start` to
+`upgrade done`, a crash until its replica is restarted, a store outage until the store is
+up), on the wall clock Locust's charts use.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def in_words(event: dict[str, Any]) -> str:
         if still:
             return (
                 f"{replica} stopped after {after} of draining: the drain timeout ran out with "
-                f"{still} still open there (HAProxy sessions, requests and held streams), cut"
+                f"{still} requests still being served there (held streams among them), cut"
             )
         return f"{replica} stopped after {after} of draining: it held nothing"
     if name == "ready":

@@ -86,8 +86,8 @@ def drain_line(drained: list[dict[str, Any]], timeout_s: float | None) -> str:
     timeout = f" (timeout {timeout_s:g} s)" if timeout_s is not None else ""
     open_then = ", ".join(f"{d['replica']} {d['still_held']}" for d in cut)
     return (
-        f"drains: {times}{timeout}; stopped with sessions, requests and streams still "
-        f"open: {open_then}"
+        f"drains: {times}{timeout}; stopped with requests (held streams among them) still "
+        f"being served: {open_then}"
     )
 
 

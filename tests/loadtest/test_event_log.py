@@ -78,7 +78,7 @@ def test_events_read_as_sentences_with_what_a_drain_left_behind() -> None:
     assert said[0] == "cluster up: r1, r2 behind HAProxy on port 8080"
     assert "drained for up to 2 s" in said[1]
     assert said[3].startswith("r1 stopped after 2.10 s of draining")
-    assert "21 still open" in said[3]
+    assert "21 requests still being served" in said[3]
     assert said[6] == "r2 stopped after 0.04 s of draining: it held nothing"
     assert said[7] == "r2 back in rotation with tool version 2"
     assert in_words(event(0, "store down", persistent=False)).endswith("comes back empty")

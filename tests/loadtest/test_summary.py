@@ -105,8 +105,8 @@ def test_the_table_carries_the_fault_the_drains_and_why_requests_failed(
     assert [int(n) for n in row[2:10]] == [1, 0, 0, 1, 1, 1, 0, 0]
     assert "sticky: fault: rolling upgrade from 5.0 s to 11.2 s" in lines
     assert (
-        "sticky: drains: r1 2.10 s, r2 2.05 s (timeout 2 s); stopped with sessions, requests "
-        "and streams still open: r1 21, r2 9"
+        "sticky: drains: r1 2.10 s, r2 2.05 s (timeout 2 s); stopped with requests (held "
+        "streams among them) still being served: r1 21, r2 9"
     ) in lines
     assert "mrtr: drains: r1 40 ms, r2 50 ms, each replica empty when stopped" in lines
     assert (
