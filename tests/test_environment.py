@@ -3,6 +3,7 @@ pyproject.toml does, and `pip install .` brings the server alone."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -50,9 +51,10 @@ def test_the_groups_name_only_groups_that_exist() -> None:
             assert set(named) <= set(groups), requirement
 
 
-def resolved(extras: str) -> set[str]:
+@functools.cache
+def resolved(extras: str) -> frozenset[str]:
     """The distributions `pip install .{extras}` would install into an empty environment,
-    resolved by pip itself (nothing is installed)."""
+    resolved by pip itself (nothing is installed); once per test run for each extras."""
     report = subprocess.run(
         [
             sys.executable,
@@ -75,7 +77,9 @@ def resolved(extras: str) -> set[str]:
         pytest.skip(
             f"pip could not resolve the project (no package index?): {report.stderr[-300:]}"
         )
-    return {item["metadata"]["name"].lower() for item in json.loads(report.stdout)["install"]}
+    return frozenset(
+        item["metadata"]["name"].lower() for item in json.loads(report.stdout)["install"]
+    )
 
 
 def test_installing_the_server_alone_brings_no_lab_tools() -> None:
