@@ -43,6 +43,7 @@ from typing import Any
 
 from labsim.model.params import SimParams
 from loadtest.calibration.disturbance import (
+    DISTURBED_WAIT_SHARE,
     median_probe,
     probe_disturbances,
     typical_wait_share,
@@ -99,9 +100,12 @@ PROBE_RATE_PER_S = 40.0
 HELD_CALLS = 100
 
 
-def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> ServiceSpread:
+def measure_service_spread(
+    arch: str, duration_s: float, progress: Progress
+) -> tuple[ServiceSpread, float]:
     """The spread of the replica's service time per round, from its runnable stretches
-    while one user calls in a closed loop (`loadtest/probes/service_spread.py`)."""
+    while one user calls in a closed loop (`loadtest/probes/service_spread.py`), and the
+    share of the replica's busy time in that run spent waiting for a CPU."""
     config = level_config(
         arch, 1.0, duration_s, pacing_s=0.0, think_time_median_s=SPREAD_THINK_MEDIAN_S
     )
@@ -115,7 +119,7 @@ def measure_service_spread(arch: str, duration_s: float, progress: Progress) -> 
             f"only {spread.rounds} rounds timed on the replica (of {cpu['rounds']} "
             f"served): too few for a service-time spread"
         )
-    return replace(spread, busy_s=run["service_s"], served=cpu["rounds"])
+    return replace(spread, busy_s=run["service_s"], served=cpu["rounds"]), wait_share(run)
 
 
 @dataclass(frozen=True)
@@ -157,7 +161,7 @@ def run_calibration(
         )
         config = level_config(arch, PROBE_RATE_PER_S, probe_s, tool_cpu_ms=0.0)
         probes.append(run_level(config, progress))
-    spread = measure_service_spread(arch, spread_s or probe_s, progress)
+    spread, spread_wait = measure_service_spread(arch, spread_s or probe_s, progress)
     runs = run_levels(arch, spread.busy_s, utilizations, repeats, duration_s, progress)
     fit = fit_runs(probes, [run for level in runs for run in level])
     probe = probes[fit.chosen]
@@ -189,7 +193,7 @@ def run_calibration(
         "arch": arch,
         "calibrated": _calibrated(probe, fit),
         "probes": fit.probes,
-        "disturbed": _disturbed(fit, levels),
+        "disturbed": _disturbed(fit, levels, spread_wait),
         "inputs": _spread_inputs(spread),
         "repeats": repeats,
         "duration_s": duration_s,
@@ -289,10 +293,18 @@ def fit_runs(probes: list[dict[str, Any]], measured: list[dict[str, Any]]) -> Fi
     return Fit(round_cpu_s, idle_cpu, *fitted[chosen], probes=described, chosen=chosen)
 
 
-def _disturbed(fit: Fit, levels: list[dict[str, Any]]) -> list[str]:
+def _disturbed(fit: Fit, levels: list[dict[str, Any]], spread_wait: float) -> list[str]:
     """What the report flags instead of reporting: probes and levels that met a busy
-    machine (each level's medians leave its disturbed runs out)."""
-    found = [
+    machine (each level's medians leave its disturbed runs out), and a service-spread run
+    whose replica waited for a CPU beyond a disturbed run's share (every twin takes its
+    spread, the machine's waits in it)."""
+    found = []
+    if spread_wait > DISTURBED_WAIT_SHARE:
+        found.append(
+            f"service spread: the replica waited for a CPU {spread_wait:.0%} of its busy "
+            "time: the spread every twin takes is the machine's too"
+        )
+    found += [
         f"probe {i + 1}: {probe['disturbed']}"
         for i, probe in enumerate(fit.probes)
         if probe["disturbed"]
