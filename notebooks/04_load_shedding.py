@@ -102,12 +102,16 @@ call = replicas["A"].exchange(
 rounds = []
 while True:
     name = "AB"[len(call.rounds) % 2]
+    # CPU time, not elapsed time: the replicas run in this process, and a busy machine
+    # stretches elapsed time but not the work done.
+    cpu_before = time.process_time()
     done = replicas[name].send(call)
+    cpu_ms = (time.process_time() - cpu_before) * 1e3
     response = call.rounds[-1].response["result"]
     rounds.append(
         {
             "served by": name,
-            "time on the replica (ms)": call.rounds[-1].elapsed_s * 1e3,
+            "CPU on the replica (ms)": cpu_ms,
             "result type": response["resultType"],
             "questions asked": len(response.get("inputRequests") or {}),
             "requestState returned (bytes)": len(response.get("requestState", "")),
@@ -135,11 +139,11 @@ claim(
 )
 result = call.result["structuredContent"]
 alone_ms = float("inf")
-for _ in range(3):  # the best of three, so that another program's moment does not count
-    started = time.perf_counter()
+for _ in range(3):  # the best of three
+    started = time.process_time()
     on_one_machine = crunch_units(crunch_start(), 0, CRUNCH_UNITS)
-    alone_ms = min(alone_ms, (time.perf_counter() - started) * 1e3)
-on_replicas_ms = moved["time on the replica (ms)"].sum()
+    alone_ms = min(alone_ms, (time.process_time() - started) * 1e3)
+on_replicas_ms = moved["CPU on the replica (ms)"].sum()
 claim(
     result["digest"] == on_one_machine and result["replicas"] == list(moved["served by"]),
     "the call moved A -> B -> A -> B and arrived at the digest of one go",
@@ -151,8 +155,8 @@ result_tables.column(
         "digest from the moving call": result["digest"][:32] + "...",
         "digest computed here in one go": on_one_machine[:32] + "...",
         "identical": result["digest"] == on_one_machine,
-        "time in one go, here (ms)": alone_ms,
-        "time on the replicas, all rounds (ms)": on_replicas_ms,
+        "CPU in one go, here (ms)": alone_ms,
+        "CPU on the replicas, all rounds (ms)": on_replicas_ms,
     },
     "crunch",
     digits=1,

@@ -142,13 +142,13 @@ def crunch_slices(rounds: pd.DataFrame, alone_ms: float, title: str) -> Figure:
     colours = {"A": "tab:purple", "B": "tab:olive"}
     left = 0.0
     for number, row in rounds.iterrows():
-        width = row["time on the replica (ms)"]
+        width = row["CPU on the replica (ms)"]
         ax.barh(0, width, left=left, color=colours[row["served by"]], edgecolor="white")
         ax.text(left + width / 2, 0, f"round {number}", ha="center", va="center", color="white")
         left += width
     ax.barh(-1, alone_ms, color="tab:grey")
     ax.set_yticks([0, -1], ["moving A <-> B", "one go, in this process"])
-    ax.set_xlabel("elapsed time (ms)")
+    ax.set_xlabel("CPU time (ms)")
     ax.set_title(title)
     ax.legend(
         [Rectangle((0, 0), 1, 1, color=c) for c in (*colours.values(), "tab:grey")],

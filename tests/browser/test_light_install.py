@@ -1,5 +1,7 @@
 """Every notebook, Run All in JupyterLab, on a student's machine: the light install alone
-and no HAProxy, Redis or Node. No cell fails and no figure is empty.
+and no HAProxy, Redis or Node. No cell fails, no figure is empty, every answer stays behind
+its button until a reader presses it, and the file browser lists each notebook once (the
+jupytext twins hidden, as `make lab` does).
 
 The light install is `.tools/light-venv`, which `make setup` makes with
 `pip install -e '.[notebooks]'` (editable, so it runs the working tree's code on exactly the
@@ -16,33 +18,34 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import nbformat
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.browser.conftest import wait_until
-from tests.browser.test_jupyterlab import (
+from tests.browser.jupyterlab import (
+    ANSWER_TIMEOUT_S,
+    HIDE,
     NOTEBOOK_OPEN_TIMEOUT_S,
     NOTEBOOKS_DIR,
     ROOT,
-    SERVER_START_TIMEOUT_S,
+    SHOW,
+    Lab,
     cells,
-    free_port,
+    errors_shown,
+    figures_shown,
     kernel_idle,
+    listed_names,
     prompt,
     run_all,
+    running_lab,
     visible_output,
-    write_settings,
 )
 
 LIGHT_VENV = ROOT / ".tools" / "light-venv"
@@ -57,27 +60,15 @@ CENSUS_SCRIPT = Path(__file__).with_name("figure_census.py")
 
 @dataclass(frozen=True)
 class LightLab:
-    """JupyterLab running from the light install: where it serves, what it serves, and the
-    file the kernels' figure census writes to."""
+    """JupyterLab running from the light install, and the file the kernels' figure census
+    writes to."""
 
-    url: str
-    token: str
-    root: Path
+    lab: Lab
     census: Path
-
-    def page(self, path: str) -> str:
-        """The notebook in a workspace of its own, so no earlier notebook's tab reopens."""
-        workspace = Path(path).stem
-        return f"{self.url}/lab/workspaces/{workspace}/tree/{path}?token={self.token}"
 
     def records(self) -> list[dict]:
         text = self.census.read_text() if self.census.exists() else ""
         return [json.loads(line) for line in text.splitlines()]
-
-    def shut_down_kernels(self) -> None:
-        params = {"token": self.token}
-        for session in httpx.get(f"{self.url}/api/sessions", params=params).json():
-            httpx.delete(f"{self.url}/api/sessions/{session['id']}", params=params)
 
 
 def path_without(programs: tuple[str, ...], folder: Path) -> str:
@@ -111,17 +102,11 @@ def light_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightLab]:
     if not (LIGHT_VENV / ".installed").exists():
         pytest.skip(f"{LIGHT_VENV} is missing: `make setup` makes the light install")
     tmp = tmp_path_factory.mktemp("light-lab")
-    root = tmp / "notebooks"
-    shutil.copytree(
-        NOTEBOOKS_DIR, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
-    )
-    write_settings(tmp / "settings")
     light_kernel(tmp / "jupyter")
     startup = tmp / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
     shutil.copy(CENSUS_SCRIPT, startup / "00-figure-census.py")
     census = tmp / "census.jsonl"
-    port, token = free_port(), secrets.token_hex(16)
     env = {
         key: value
         for key, value in os.environ.items()
@@ -138,73 +123,31 @@ def light_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightLab]:
         "IPYTHONDIR": str(tmp / "ipython"),
         "MRTR_FIGURE_CENSUS": str(census),
     }
-    command = [
-        str(LIGHT_PYTHON),
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--allow-root",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        "--ContentsManager.hide_globs=['__pycache__','*.pyc','[0-9][0-9]_*.py']",
-        f"--LabApp.user_settings_dir={tmp / 'settings'}",
-        f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
-    ]
-    log_path = tmp / "jupyterlab.log"
-    log = log_path.open("wb")
-    server = subprocess.Popen(command, env=env, cwd=root, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            assert server.poll() is None, log_path.read_text()
-            try:
-                if httpx.get(f"{url}/api/status", params={"token": token}).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "JupyterLab did not start"
-            time.sleep(0.5)
-        yield LightLab(url=url, token=token, root=root, census=census)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+    with running_lab(LIGHT_PYTHON, tmp, env) as lab:
+        yield LightLab(lab=lab, census=census)
 
 
-#: How an error shows under a cell: JupyterLab draws a traceback as standard error, like a
-#: warning, so it is told apart by its text (IPython's traceback, or its short form for a
-#: syntax error).
-TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^Cell In\[\d+\], line \d+", re.M)
-
-
-def errors_shown(browser: WebDriver) -> list[str]:
-    outputs = browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output")
-    texts = [output.get_attribute("textContent") or "" for output in outputs]
-    return [text for text in texts if TRACEBACK.search(text)]
-
-
-def figures_shown(browser: WebDriver) -> list[int]:
-    """The width in pixels of each figure the page shows (0 for one that failed to load)."""
-    return [
-        int(img.get_attribute("naturalWidth") or 0)
-        for img in browser.find_elements(By.CSS_SELECTOR, ".jp-OutputArea-output img")
-        if img.is_displayed()
-    ]
+def test_the_file_browser_lists_each_notebook_once(light_lab: LightLab, browser: WebDriver) -> None:
+    lab = light_lab.lab
+    browser.get(lab.page(NOTEBOOKS[0]))
+    wait_until(
+        browser,
+        lambda b: len([n for n in listed_names(b) if n.endswith(".ipynb")]) >= len(NOTEBOOKS),
+        NOTEBOOK_OPEN_TIMEOUT_S,
+        "the file browser did not list the notebooks",
+    )
+    names = listed_names(browser)
+    for stem in sorted(p.stem for p in lab.root.glob("*.ipynb")):
+        assert sum(name.startswith(stem) for name in names) == 1, (stem, names)
+    lab.shut_down_kernels()
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_run_all_on_the_light_install_errs_nowhere_and_draws_no_empty_figure(
+def test_run_all_on_the_light_install_errs_nowhere_draws_no_empty_figure_and_hides_answers(
     name: str, light_lab: LightLab, browser: WebDriver
 ) -> None:
-    notebook = nbformat.read(light_lab.root / name, as_version=4)
+    lab = light_lab.lab
+    notebook = nbformat.read(lab.root / name, as_version=4)
     solutions = {
         i for i, cell in enumerate(notebook.cells) if "solution" in cell.metadata.get("tags", [])
     }
@@ -214,7 +157,7 @@ def test_run_all_on_the_light_install_errs_nowhere_and_draws_no_empty_figure(
         if cell.cell_type == "code" and i not in solutions
     ]
     light_lab.census.write_text("")
-    browser.get(light_lab.page(name))
+    browser.get(lab.page(name))
     try:
         wait_until(
             browser,
@@ -238,8 +181,24 @@ def test_run_all_on_the_light_install_errs_nowhere_and_draws_no_empty_figure(
         assert not errors, errors[0]
         widths = figures_shown(browser)
         assert widths and all(width > 0 for width in widths), widths
+        shown = cells(browser)
+        # Every answer stays behind its button, and a reader who asks gets it.
+        for i in solutions:
+            assert visible_output(shown[i]) == SHOW, (i, visible_output(shown[i]))
+        if solutions:
+            first = min(solutions)
+            shown[first].find_element(By.XPATH, f'.//button[normalize-space()="{SHOW}"]').click()
+            wait_until(
+                browser,
+                lambda b: (
+                    visible_output(cells(b)[first]).startswith(HIDE)
+                    and len(visible_output(cells(b)[first]).splitlines()) > 1
+                ),
+                ANSWER_TIMEOUT_S,
+                f"the button of {name}'s first exercise did not show its answer",
+            )
     finally:
-        light_lab.shut_down_kernels()
+        lab.shut_down_kernels()
 
     records = light_lab.records()
     kernel = next(record for record in records if "python" in record)
