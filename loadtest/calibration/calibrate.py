@@ -44,6 +44,8 @@ from typing import Any
 from labsim.model.params import SimParams
 from loadtest.calibration.disturbance import (
     DISTURBED_WAIT_SHARE,
+    OUTLIER_FACTOR,
+    OUTLIER_FLOOR,
     median_probe,
     probe_disturbances,
     typical_wait_share,
@@ -193,7 +195,7 @@ def run_calibration(
         "arch": arch,
         "calibrated": _calibrated(probe, fit),
         "probes": fit.probes,
-        "disturbed": _disturbed(fit, levels, spread_wait),
+        "disturbed": _disturbed(fit, levels, spread_wait, typical),
         "inputs": _spread_inputs(spread),
         "repeats": repeats,
         "duration_s": duration_s,
@@ -293,24 +295,29 @@ def fit_runs(probes: list[dict[str, Any]], measured: list[dict[str, Any]]) -> Fi
     return Fit(round_cpu_s, idle_cpu, *fitted[chosen], probes=described, chosen=chosen)
 
 
-def _disturbed(fit: Fit, levels: list[dict[str, Any]], spread_wait: float) -> list[str]:
+def _disturbed(
+    fit: Fit, levels: list[dict[str, Any]], spread_wait: float, typical: float
+) -> list[str]:
     """What the report flags instead of reporting: probes and levels that met a busy
     machine (each level's medians leave its disturbed runs out), and a service-spread run
-    whose replica waited for a CPU beyond a disturbed run's share (every twin takes its
-    spread, the machine's waits in it)."""
+    whose replica waited for a CPU as a disturbed level run does: every twin takes that
+    spread, the machine's waits in it, so then no level is reported."""
     found = []
-    if spread_wait > DISTURBED_WAIT_SHARE:
+    if spread_wait > min(DISTURBED_WAIT_SHARE, max(OUTLIER_FLOOR, OUTLIER_FACTOR * typical)):
         found.append(
             f"service spread: the replica waited for a CPU {spread_wait:.0%} of its busy "
-            "time: the spread every twin takes is the machine's too"
+            f"time where the level runs waited {typical:.0%}: the spread every twin takes "
+            "is the machine's too"
         )
+    if found:
+        for row in levels:
+            row["ratio"] = dict.fromkeys(row["ratio"])
+            row["disturbed"].append("a twin's input met the busy machine: not reported")
     found += [
         f"probe {i + 1}: {probe['disturbed']}"
         for i, probe in enumerate(fit.probes)
         if probe["disturbed"]
     ]
-    if all(probe["disturbed"] for probe in fit.probes):
-        found.append("every probe was disturbed: the delay outside the replica is not trusted")
     for row in levels:
         found += [f"level {row['target_utilization']:.0%}: {text}" for text in row["disturbed"]]
     runs = sum(len(row["live"]) for row in levels)

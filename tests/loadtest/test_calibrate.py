@@ -264,3 +264,22 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     assert len(levels) == 2 + 2 and all(line.startswith("| `sticky` |") for line in levels[2:])
     upgrades = markdown_upgrades([report])
     assert len(upgrades) == 3 and upgrades[2].startswith("| `sticky` |")
+
+
+def test_a_disturbed_service_spread_leaves_no_level_reported() -> None:
+    from loadtest.calibration.calibrate import Fit, _disturbed
+
+    runs = [_run(40.0, 0.005), _run(50.0, 0.005), _run(45.0, 0.006)]
+    fit = Fit(0.008, 0.01, 0.001, 0.001, 0.5, probes=[{"disturbed": None}])
+
+    def rows() -> list[dict]:
+        return [level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000)]
+
+    quiet = rows()
+    assert _disturbed(fit, quiet, spread_wait=0.06, typical=0.05) == []
+    assert quiet[0]["ratio"]["p95_ms"] is not None
+    # The spread's run waited 29%, the levels' 4%: under 30%, but a burst all the same.
+    levels = rows()
+    flags = _disturbed(fit, levels, spread_wait=0.29, typical=0.04)
+    assert "service spread" in flags[0]
+    assert levels[0]["ratio"] == {"throughput": None, "p50_ms": None, "p95_ms": None}
