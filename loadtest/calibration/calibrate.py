@@ -60,6 +60,7 @@ from loadtest.calibration.model import (
 )
 from loadtest.calibration.rolling_upgrade import run_upgrade
 from loadtest.calibration.run import (
+    LEVEL_S,
     PACING_S,
     QUOTE_CPU_MS,
     THINK_MEDIAN_S,
@@ -81,8 +82,7 @@ from loadtest.probes.service_spread import ServiceSpread, spread_of
 #: below the 0.7 the top level must reach.
 UTILIZATIONS = (0.25, 0.50, 0.77)
 #: Each level is run this many times and judged by its median: three is the fewest with a
-#: median that one disturbed run cannot move, and 3 levels x 3 runs of 40 s fit one
-#: architecture in about 8 minutes.
+#: median that one disturbed run cannot move.
 REPEATS = 3
 #: The service-spread run's users answer after a short think (median s), so that one
 #: user in a closed loop sends some hundreds of rounds, one at a time.
@@ -142,7 +142,7 @@ class Fit:
 def run_calibration(
     arch: str = "mrtr",
     *,
-    duration_s: float = 15.0,
+    duration_s: float = LEVEL_S,
     probe_s: float = 15.0,
     upgrade_s: float = 16.0,
     utilizations: tuple[float, ...] = UTILIZATIONS,

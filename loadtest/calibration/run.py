@@ -32,6 +32,11 @@ THINK_MEDIAN_S = 0.2
 THINK_SIGMA = 0.5
 #: Seconds at the start of a level left out (users spawning, connections opening).
 WARMUP_S = 3.0
+#: Seconds of each level run. At 15 s the top level's p95 rested on some 25 slow calls a
+#: run: `mrtr`'s twin came out at 0.76x live on a quiet machine (2026-12-06 01:18 UTC, as
+#: the issue found), where runs of 30 s gave 0.95x (01:20 UTC) and of 40 s 1.00x; a whole
+#: calibration with 30 s levels takes about 7 minutes.
+LEVEL_S = 30.0
 
 Progress = Callable[[str], None]
 

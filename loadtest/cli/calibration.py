@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.calibration.remeasure import PARTS
+from loadtest.calibration.run import LEVEL_S
 from loadtest.cli.options import add_json_option, command_options, run_settings, write_json
 from loadtest.config import LoadTestConfig, LoadTestError
 from server.flags import add_flags
@@ -38,7 +39,7 @@ def _add_calibrate(commands: Any) -> None:
         run_settings(calibrate),
         LoadTestConfig,
         only=("arch", "duration_s"),
-        defaults={"duration_s": 15.0},
+        defaults={"duration_s": LEVEL_S},
     )
     options = command_options(calibrate)
     options.add_argument(

@@ -11,7 +11,7 @@ from typing import Any
 
 from loadtest.cli.options import add_json_option, command_options, write_json
 from loadtest.config import ARCHITECTURES
-from loadtest.verify.live_case import Hosting
+from loadtest.verify.hosting import Hosting
 from server.flags import add_flags, values_from_flags
 
 #: Exit statuses: every verdict held; one did not; the runs could not be judged.

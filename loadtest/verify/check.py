@@ -24,8 +24,8 @@ from loadtest.config import LoadTestError
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.replica_load import ReplicaSampler
 from loadtest.swarm.scenario_run import run_scenario
+from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
-    Hosting,
     LiveCase,
     live_config,
     scale_case,

@@ -20,13 +20,12 @@ replicas carrying more than one fewer of the plan's would, which the output says
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 
 from labsim.model.tools import TOOLS
 from loadtest.config import LoadTestConfig, LoadTestError
+from loadtest.verify.hosting import Hosting
 from loadtest.verify.plan_file import Answer, Plan, RoundWork
-from server.flags import setting
 
 #: The lab's demo tool that plays a plan's tool of each number of rounds, when the
 #: plan's rounds carry work of their own.
@@ -37,46 +36,6 @@ NO_TOOL_WORK_MS = 0.01
 #: Seconds of every live run before its calls are judged, beyond the time the plan's
 #: users who never answer hold their calls.
 WARMUP_S = 5.0
-
-
-@dataclass(frozen=True)
-class Hosting:
-    """What this machine can give a live check, and how much noise it accepts."""
-
-    max_replicas: int = setting(
-        4, metavar="N", help="most replicas this machine runs at once for a live check"
-    )
-    max_rate_per_s: float = setting(
-        60.0,
-        flag="--max-rate",
-        metavar="PER_S",
-        help="most calls per second one load generator here starts reliably (open loop, "
-        "each call a user with its own connections)",
-    )
-    cpu_cores: float = setting(
-        max(0.5, (os.cpu_count() or 2) - 1.0),
-        metavar="CORES",
-        help="CPU cores the replicas may use at the plan's load (the rest is the load "
-        "generator's and the balancer's)",
-    )
-    max_open_calls: int = setting(
-        2000,
-        metavar="N",
-        help="most calls the load generator holds open at once (held legacy streams)",
-    )
-    max_cpu_wait_share: float = setting(
-        0.2,
-        metavar="SHARE",
-        help="largest share of a replica's busy time (CPU + wait for a CPU) spent waiting "
-        "for a CPU that other programs held; a run beyond it, and beyond "
-        "--max-cpu-wait-of-slo, is not judged",
-    )
-    max_cpu_wait_of_slo: float = setting(
-        0.05,
-        metavar="SHARE",
-        help="largest wait for a CPU a call may meet on the mean, as a share of the SLO's "
-        "p95; a run beyond it, and beyond --max-cpu-wait-share, is not judged",
-    )
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ import pytest
 from loadtest.__main__ import build_parser
 from loadtest.cli.runs import config_from
 from loadtest.config import LoadTestError
+from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
-    Hosting,
     live_config,
     live_tools,
     scale_case,
