@@ -32,6 +32,14 @@ def session_processes() -> set[int]:
     return found
 
 
+def command_of(pid: int) -> str:
+    """The command line of a process, as `ps` would show it (empty once it is gone)."""
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\x00", b" ").decode()
+    except OSError:
+        return ""
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind() -> Iterator[None]:
     """Every process a test started is stopped by the end of the session."""
@@ -41,4 +49,6 @@ def nothing_left_behind() -> Iterator[None]:
     deadline = time.monotonic() + 5
     while (left := session_processes()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not left, f"processes left behind: {sorted(left)}"
+    assert not left, "processes left behind: " + "; ".join(
+        f"{pid} {command_of(pid)}" for pid in sorted(left)
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -46,7 +47,10 @@ def test_the_lab_tab_lists_the_replicas_and_its_button_starts_an_upgrade(
     clicked = browser_clock(browser)
     panel.find_element(By.CSS_SELECTOR, "[data-fault=rolling-upgrade]").click()
     status = browser.find_element(By.ID, "lab-status")
-    wait_until(browser, lambda b: status.text.startswith("started at"), 20, "no upgrade started")
+    try:
+        wait_until(browser, lambda b: status.text.startswith("started at"), 30, "no upgrade")
+    except TimeoutException:
+        raise AssertionError(f"no upgrade started; the status line says {status.text!r}") from None
     assert "rolling upgrade to tool version 2: each replica in turn drained" in status.text
     # The upgrade is drawn as a span on both charts of the Lab chart.
     wait_until(
