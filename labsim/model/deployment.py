@@ -37,7 +37,7 @@ class ClusterParams:
     worker_speed: float = 1.0
     vcpus_per_replica: float = 2.0  # AWS Fargate task size 2 vCPU
     memory_gb_per_replica: float = 4.0  # the smallest Fargate memory for 2 vCPU
-    base_memory_bytes: int = 52_424_704  # measured.json (replica): RSS of a warmed-up idle replica
+    base_memory_bytes: int = 59_183_104  # measured.json (replica): RSS of a warmed-up idle replica
     # Connections open at once, counting idle keep-alives, streams and health checks; a
     # request that arrives with this many open (its own counted) gets 503 and its connection
     # closes, as the server's --max-connections does (uvicorn's limit_concurrency).

@@ -60,6 +60,9 @@ def test_the_defaults_cite_the_file_and_the_docs_list_every_measured_value() -> 
 
 def test_every_value_of_another_file_reaches_its_parameter(tmp_path: Path) -> None:
     payload = _shipped()
+    # A measured round caps the request's overhead at its own mean (the overhead is the
+    # round's constant part): without one, every value reaches its parameter as given.
+    payload.pop("round_cpu", None)
     for name, kind in measured.MEASURED_FIELDS.items():
         changed = kind(payload["values"][name] * 3 + 1)
         payload["values"][name] = changed
