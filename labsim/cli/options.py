@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from labsim.model import measured
-from labsim.model.checks import ParameterError
+from labsim.model.checks import ParameterError, number_or_text
 
 PARAMS_HELP = (
     "parameter file written by `python -m loadtest measure` (default: labsim/measured.json, "
@@ -59,16 +59,6 @@ def add_command(
     return parser
 
 
-def parse_value(text: str) -> Any:
-    """A command-line value as an int, else a float, else the text itself."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def overrides(pairs: Sequence[str], params_file: str | None = None) -> dict[str, Any]:
     """Every figure of `params_file` (if any), then each `--set path=value` on top, as
     settings by path (`SimParams.with_settings`)."""
@@ -86,5 +76,5 @@ def set_pairs(pairs: Sequence[str]) -> dict[str, Any]:
         name, sep, value = pair.partition("=")
         if not sep:
             raise ParameterError(f"--set expects name=value, got {pair!r}")
-        found[name.strip()] = parse_value(value.strip())
+        found[name.strip()] = number_or_text(value.strip())
     return found

@@ -8,6 +8,7 @@ strange run later.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 class ParameterError(ValueError):
@@ -39,3 +40,25 @@ def check_fraction(owner: object, *names: str) -> None:
             isinstance(value, int | float) and 0 <= value <= 1,
             f"{name} must be between 0 and 1, got {value!r}",
         )
+
+
+def number_or_text(text: str) -> Any:
+    """A value as written on a command line: an int, else a float, else the text itself."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def is_number(value: Any, positive: bool = False) -> bool:
+    """Whether a value read from a file is a finite number >= 0 (> 0 with `positive`),
+    and not a boolean (which JSON and Python would otherwise take for 0 or 1)."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value >= 0
+        and not (positive and value == 0)
+    )

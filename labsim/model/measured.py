@@ -34,12 +34,11 @@ The file's format. Every key is read, or refused by name; none is passed over:
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from labsim.model.checks import ParameterError
+from labsim.model.checks import ParameterError, is_number
 from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, split_round
 from labsim.model.params import SimParams
 
@@ -189,13 +188,7 @@ def _round(payload: dict[str, Any], source: str) -> ServiceTime | None:
 
 
 def _number(value: Any, where: str, kind: type, positive: bool = False) -> Any:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-        or (positive and value == 0)
-    ):
+    if not is_number(value, positive):
         raise ParameterError(
             f"{where} must be a number {'>' if positive else '>='} 0, got {value!r}"
         )

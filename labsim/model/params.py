@@ -23,7 +23,7 @@ from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from labsim.model.checks import ParameterError, check_numbers, require
+from labsim.model.checks import ParameterError, check_numbers, number_or_text, require
 from labsim.model.demand import ClientParams, WorkloadParams
 from labsim.model.deployment import (
     ClusterParams,
@@ -207,19 +207,10 @@ def _coerced(current: Any, value: Any, path: str) -> Any:
     if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if isinstance(current, tuple) and isinstance(value, str):
-        return tuple(_number_or_text(part.strip()) for part in value.split(","))
+        return tuple(number_or_text(part.strip()) for part in value.split(","))
     if isinstance(current, tuple) and isinstance(value, list):
         return tuple(value)
     return value
-
-
-def _number_or_text(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 _Acting = TypeVar("_Acting", Fault, Scaler)

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from labsim.model.checks import ParameterError
+from labsim.model.checks import ParameterError, number_or_text
 from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams
 from labsim.model.params import SimParams
 from labsim.model.workload import MAX_CALLS_PER_RUN
@@ -52,22 +52,13 @@ def parse_tool_mix(text: str) -> dict[str, tuple[Any, ...]]:
     mix: dict[str, Any] = {}
     for pair in text.split(","):
         name, _, share = pair.partition("=")
-        mix[name.strip()] = _number(share.strip())
+        mix[name.strip()] = number_or_text(share.strip())
     return {"tools": tuple(mix), "tool_mix": tuple(mix.values())}
 
 
 def tool_mix_text(tools: tuple[str, ...], tool_mix: tuple[float, ...]) -> str:
     """The tools and their shares as `--tool-mix` writes them."""
     return ",".join(f"{name}={share:g}" for name, share in zip(tools, tool_mix, strict=True))
-
-
-def _number(text: str) -> Any:
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 @dataclass(frozen=True)

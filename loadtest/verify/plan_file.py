@@ -12,11 +12,11 @@ architecture's answer (its fleet and whether it meets, and one replica fewer) fr
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labsim.model.checks import is_number
 from labsim.model.shapes import BYTES_PER_SHAPE_GB
 from loadtest.config import ARCHITECTURES, TOOL_CPU_KINDS, LoadTestError
 
@@ -49,6 +49,8 @@ class Workload:
     worker_speed: float
     retry_backoff_s: float
     max_retries: int
+    #: Mean JSON-RPC request body per round (a tool whose callers send documents: large).
+    request_bytes: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,8 @@ def parse_plan(document: Any, source: str = "plan") -> Plan:
         else 1.0,
         retry_backoff_s=client.number("retry_backoff_s"),
         max_retries=int(client.number("max_retries")),
+        # Plans from before a parameter file could state it carry the lab's own.
+        request_bytes=workload.number("request_bytes") if "request_bytes" in workload.value else 0,
     )
     slo = Slo(
         p95_ms=request.number("slo_p95_ms", positive=True),
@@ -236,13 +240,7 @@ class _Fields:
 
     def number(self, name: str, positive: bool = False) -> float:
         value = self.value.get(name)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-            or value < 0
-            or (positive and value == 0)
-        ):
+        if not is_number(value, positive):
             raise LoadTestError(
                 f"{self.source}.{name} must be a number {'>' if positive else '>='} 0, "
                 f"got {value!r}"

@@ -232,6 +232,19 @@ class HeldStream(Architecture):
         for, or None (nothing, by default)."""
         return None
 
+    def answer_post(self, call: Call) -> Generator[simpy.Event, object, Replica]:
+        """The answer POST, served by the replica the balancer sends it to, which it
+        returns; refused (`AnswerRefused`) when none takes it: every replica at its
+        connection limit or out of rotation."""
+        receiver = self.take(call)
+        if receiver is None:
+            raise AnswerRefused
+        try:
+            yield from self.execute(call, receiver, self.overhead_s, False)
+        finally:
+            receiver.release()
+        return receiver
+
     @abstractmethod
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """Bring the answer POST to `holder`; returns CPU the holder adds to its next round."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import simpy
 
-from labsim.model.architectures.legacy import AnswerRefused, HeldStream
+from labsim.model.architectures.legacy import HeldStream
 
 if TYPE_CHECKING:
     from labsim.model.call import Call
@@ -36,13 +36,7 @@ class SseStore(HeldStream):
     def deliver_answer(self, call: Call, holder: Replica) -> Generator[simpy.Event, object, float]:
         """The answer POST goes where the balancer sends it, then through the store; a
         replica at its connection limit (or none in rotation) refuses it."""
-        receiver = self.take(call)
-        if receiver is None:
-            raise AnswerRefused
-        try:
-            yield from self.execute(call, receiver, self.overhead_s, False)
-        finally:
-            receiver.release()
+        yield from self.answer_post(call)
         # PUBLISH, then the holder's UNSUBSCRIBE once the answer is in.
         call.store_ops += self.store.params.ops_per_answer - 1
         yield from self.store.publish()

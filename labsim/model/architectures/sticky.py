@@ -36,13 +36,7 @@ class Sticky(HeldStream):
         took out of rotation gets no request: the balancer sends the answer to another
         replica, which holds no such call. Either way the answer is refused.
         """
-        receiver = self.take(call)
-        if receiver is None:
-            raise AnswerRefused
-        try:
-            yield from self.execute(call, receiver, self.overhead_s, False)
-        finally:
-            receiver.release()
+        receiver = yield from self.answer_post(call)
         if receiver is not holder:
             raise AnswerRefused
         return 0.0
