@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 from server.flags import setting
 
+#: The text argument of each demo tool that `--argument-bytes` pads.
+PADDED_ARGUMENTS = {"get_weather": "location", "ask_capital": "country"}
+
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
 SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage", "idle-timeout")
 #: Faults a swarm injects on demand (`loadtest.swarm.lab_control`), from its web UI or on cue.
@@ -183,6 +186,13 @@ class LoadTestConfig:
         help="distribution each call's --tool-cpu-ms is drawn from",
         choices=TOOL_CPU_KINDS,
     )
+    argument_bytes: int = setting(
+        0,
+        metavar="N",
+        help="pad each call's text argument (get_weather's location, ask_capital's country) "
+        "to about N bytes, as a tool whose callers send documents: a held legacy call keeps "
+        "them, MRTR sends them again with each round (0: the usual few bytes)",
+    )
     shed_in_flight: int = setting(
         2,
         help="in-flight requests above which a replica sheds crunch (overload scenario); no "
@@ -316,6 +326,12 @@ class LoadTestConfig:
             raise LoadTestError("the tool mix needs at least one tool and no negative weight")
         if self.rate_per_s < 0 or self.tool_cpu_ms < 0 or self.tool_cpu_cv < 0:
             raise LoadTestError("--rate, --tool-cpu-ms and --tool-cpu-cv must be non-negative")
+        padded = [tool for tool in self.tool_mix if tool not in PADDED_ARGUMENTS]
+        if self.argument_bytes < 0 or (self.argument_bytes and padded):
+            raise LoadTestError(
+                "--argument-bytes is a size >= 0 and pads only "
+                f"{', '.join(PADDED_ARGUMENTS)}; the mix also has {', '.join(padded)}"
+            )
         if self.tool_cpu_kind not in TOOL_CPU_KINDS:
             raise LoadTestError(f"--tool-cpu-kind is one of {TOOL_CPU_KINDS}")
         if not 0 <= self.never_answer_share < 1:

@@ -29,6 +29,7 @@ Whatever it cannot see it leaves out; labsim keeps its own value and says so.
 from __future__ import annotations
 
 import datetime
+import json
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -180,7 +181,7 @@ def measure_target(
         "round_cpu": fit.as_round_cpu(),
         "details": {
             "tool": tool,
-            "arguments": arguments,
+            **_arguments_record(arguments),
             "eras": {era: _plain(found) for era, found in measured.items()},
             "round_cpu_era": eras[0],
             "round_cpu_source": main["round_cpu_source"],
@@ -195,6 +196,18 @@ def measure_target(
         if "rss_bytes_per_call" in held:
             values["held_call_bytes"] = round(held["rss_bytes_per_call"])
     return document
+
+
+#: Arguments longer than this (bytes of JSON) are recorded by their size alone.
+ARGUMENTS_RECORDED_BYTES = 2048
+
+
+def _arguments_record(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The tool's arguments as the file records them: whole, or a document's size alone."""
+    size = len(json.dumps(arguments).encode())
+    if size <= ARGUMENTS_RECORDED_BYTES:
+        return {"arguments": arguments}
+    return {"arguments_bytes": size}
 
 
 def hold_calls(

@@ -99,7 +99,8 @@ def _add_measure(commands: Any) -> None:
         "--arguments",
         metavar="JSON",
         default="{}",
-        help="with --target: the tool's arguments, a JSON object (default: %(default)s)",
+        help="with --target: the tool's arguments, a JSON object, or @FILE to read it from "
+        "a file (arguments too large for a command line) (default: %(default)s)",
     )
     options.add_argument(
         "--token",
@@ -201,8 +202,14 @@ def _measure_target(args: argparse.Namespace) -> int:
 
     if not args.tool:
         raise LoadTestError("measure --target needs --tool NAME")
+    text = args.arguments
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as error:
+            raise LoadTestError(f"--arguments {args.arguments}: {error.strerror}") from None
     try:
-        arguments = json.loads(args.arguments)
+        arguments = json.loads(text)
     except json.JSONDecodeError as error:
         raise LoadTestError(f"--arguments is not JSON: {error}") from None
     if not isinstance(arguments, dict):

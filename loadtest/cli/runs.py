@@ -42,6 +42,7 @@ SWARM_SETTINGS = (
     "tool_cpu_ms",
     "tool_cpu_cv",
     "tool_cpu_kind",
+    "argument_bytes",
     "max_retries",
     "retry_backoff_s",
     "retry_backoff_max_s",

@@ -264,7 +264,12 @@ class FlowUser(FastHttpUser):
         }
         cpu_ms = call_cpu_ms(self.rng)
         arguments = tool_arguments(
-            tool, self.rng, call_crunch_units(cpu_ms), CONFIG.provision_s, cpu_ms
+            tool,
+            self.rng,
+            call_crunch_units(cpu_ms),
+            CONFIG.provision_s,
+            cpu_ms,
+            CONFIG.argument_bytes,
         )
         if tool in TASK_TOOLS:
             wire = self.rng.choice(WIRES) if CONFIG.task_wire == "both" else CONFIG.task_wire

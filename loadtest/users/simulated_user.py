@@ -26,14 +26,19 @@ def tool_arguments(
     crunch_units: int = 0,
     provision_s: float = 2.0,
     quote_cpu_ms: float = 0.0,
+    argument_bytes: int = 0,
 ) -> dict[str, Any]:
-    """Arguments for a demo tool, as a varied user population would send them."""
+    """Arguments for a demo tool, as a varied user population would send them; with
+    `argument_bytes`, its text argument padded to about that size (a document sent along)."""
     if tool == "get_weather":
-        return {"location": rng.choice(["Paris", "Lagos", "Lima", "Oslo", "Pune"])}
+        return _padded(
+            {"location": rng.choice(["Paris", "Lagos", "Lima", "Oslo", "Pune"])}, argument_bytes
+        )
     if tool == "update_work_item":
         return {"workItemId": rng.randint(1, 9999), "fields": {"System.State": "Resolved"}}
     if tool == "ask_capital":
-        return {"country": rng.choice(["France", "Peru", "Japan", "Kenya"])}
+        country = rng.choice(["France", "Peru", "Japan", "Kenya"])
+        return _padded({"country": country}, argument_bytes)
     if tool == "crunch":
         return {"units": crunch_units}
     if tool == "quote":
@@ -41,6 +46,14 @@ def tool_arguments(
     if tool == "provision_vm":
         return {"name": f"vm-{rng.randint(1, 99999)}", "seconds": provision_s}
     return {}
+
+
+def _padded(arguments: dict[str, str], size_bytes: int) -> dict[str, str]:
+    """`arguments` with its one text value followed by spaces up to `size_bytes`."""
+    if size_bytes <= 0:
+        return arguments
+    ((name, value),) = arguments.items()
+    return {name: value + " " * max(0, size_bytes - len(value))}
 
 
 def answer_for(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from labsim.model.demand import WorkloadParams
 from labsim.model.tools import TOOLS
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.verify.hosting import Hosting
@@ -36,6 +37,19 @@ NO_TOOL_WORK_MS = 0.01
 #: Seconds of every live run before its calls are judged, beyond the time the plan's
 #: users who never answer hold their calls.
 WARMUP_S = 5.0
+#: The lab's own demo tools' request body per round (bytes, `labsim/measured.json`): a
+#: plan whose requests are much larger is of a tool whose callers send documents.
+LAB_REQUEST_BYTES = WorkloadParams().request_bytes
+#: How many times the lab's own a plan's requests must be to have their arguments padded.
+PADDING_FROM = 4
+
+
+def argument_bytes(plan: Plan) -> int:
+    """The size the live calls' text argument is padded to, so that their requests carry
+    the plan's bytes per round: 0 for requests like the lab's own. The padding rides on
+    every MRTR round (a retry sends its arguments again) and on a legacy call's first."""
+    extra = plan.workload.request_bytes - LAB_REQUEST_BYTES
+    return round(extra) if plan.workload.request_bytes > PADDING_FROM * LAB_REQUEST_BYTES else 0
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,15 @@ def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
     tool_work = live_tool_work(plan)
     if tool_work.mean_ms < NO_TOOL_WORK_MS:
         return dict(work.tools), []
+    padding = argument_bytes(plan)
+    if padding:
+        # The rounds' work is reading the documents the calls send: the tools play
+        # themselves with arguments as large, and the replica reads them at its own speed.
+        return dict(work.tools), [
+            f"the plan's requests carry {work.request_bytes:,.0f} bytes a round: its tools "
+            f"play themselves, their text argument padded to {padding:,} bytes; their "
+            f"{work.round_work.mean_ms:.3g} ms a round is reading it, at this machine's speed"
+        ]
     tools: dict[str, float] = {}
     for tool, share in work.tools.items():
         rounds = rounds_of(tool)
@@ -185,6 +208,7 @@ def live_config(plan: Plan, case: LiveCase, replicas: int, duration_s: float) ->
         tool_cpu_ms=tool_work.mean_ms,
         tool_cpu_cv=tool_work.cv,
         tool_cpu_kind=tool_work.kind,
+        argument_bytes=argument_bytes(plan),
         max_connections=plan.slo.connection_limit,
         # One worker is the replica's event loop; more are its CPU pool, all tool work there.
         cpu_workers=work.workers_per_replica if pooled else None,
@@ -215,6 +239,7 @@ def scenario_command(config: LoadTestConfig) -> str:
         f"--tools {mix} --tool-cpu-ms {n(config.tool_cpu_ms)}",
         f"--tool-cpu-cv {n(config.tool_cpu_cv)} --tool-cpu-kind {config.tool_cpu_kind}",
         f"--max-connections {config.max_connections}",
+        *([f"--argument-bytes {config.argument_bytes}"] if config.argument_bytes else []),
         f"--max-retries {config.max_retries} --retry-backoff {n(config.retry_backoff_s)}",
         f"--retry-backoff-max {n(config.retry_backoff_max_s)}",
     ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 
 from loadtest.__main__ import build_parser
 from loadtest.cli.runs import config_from
-from loadtest.config import LoadTestError
+from loadtest.config import LoadTestConfig, LoadTestError
+from loadtest.users.simulated_user import tool_arguments
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
     live_config,
@@ -26,6 +28,8 @@ from loadtest.verify.live_case import (
 )
 from loadtest.verify.live_verdict import LiveRun, judge_run
 from loadtest.verify.plan_file import parse_plan
+
+WEATHER_PLACES = {"Paris", "Lagos", "Lima", "Oslo", "Pune"}
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +212,28 @@ def test_an_architecture_the_plan_gives_no_fleet_is_not_run(plan_document: dict)
     mrtr = verified["architectures"]["mrtr"]
     assert mrtr["planned"] is False and "below the latency floor" in mrtr["reason"]
     assert not verified["judged"] and "none of the architectures" in verified["reason"]
+
+
+def test_a_plan_of_large_requests_pads_the_live_calls_arguments(plan_document: dict) -> None:
+    big = copy.deepcopy(plan_document)
+    big["params"]["workload"]["request_bytes"] = 300_445
+    plan = parse_plan(big)
+    case = scale_case(plan, plan.answers["sticky"], Hosting(max_rate_per_s=1000, cpu_cores=2))
+    config = live_config(plan, case, case.replicas, 30.0)
+    # The rounds' work is reading the documents: get_weather plays itself, not quote.
+    assert config.tool_mix == {"get_weather": 1.0}
+    assert config.argument_bytes == 300_000
+    assert any("padded to 300,000 bytes" in note for note in case.notes)
+    words = scenario_command(config).split()[3:]
+    assert config_from(build_parser().parse_args(words)) == config
+    # The lab's own request size pads nothing.
+    assert live_config(parse_plan(plan_document), case, case.replicas, 30.0).argument_bytes == 0
+
+
+def test_padded_arguments_reach_their_size_and_other_tools_are_refused() -> None:
+    rng = random.Random(1)
+    padded = tool_arguments("get_weather", rng, argument_bytes=10_000)
+    assert len(padded["location"]) == 10_000 and padded["location"].strip() in WEATHER_PLACES
+    assert tool_arguments("get_weather", rng)["location"] in WEATHER_PLACES
+    with pytest.raises(LoadTestError, match="pads only get_weather"):
+        LoadTestConfig(tool_mix={"get_weather": 1.0, "quote": 1.0}, argument_bytes=10)
