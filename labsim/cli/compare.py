@@ -17,7 +17,15 @@ from typing import Any
 
 import pandas as pd
 
-from labsim.cli.options import PARAMS_HELP, PROCESSES_HELP, SET_HELP, add_command, overrides
+from labsim.cli.options import (
+    PARAMS_HELP,
+    PROCESSES_HELP,
+    SET_HELP,
+    add_command,
+    add_round_options,
+    overrides,
+    round_overrides,
+)
 from labsim.model.metrics import bounds, clipped_interval
 from labsim.study import experiments, scenarios
 
@@ -70,6 +78,7 @@ def add_to(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("--processes", type=int, default=None, help=PROCESSES_HELP)
     compare.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=SET_HELP)
     compare.add_argument("--params", metavar="FILE", help=PARAMS_HELP)
+    add_round_options(compare)
     compare.set_defaults(run=run)
 
 
@@ -78,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     names = [args.scenario] if args.scenario else list(scenarios.SCENARIOS)
     changes = overrides(args.set, args.params)
+    changes.update(round_overrides(args, changes))
     for name in names:
         scenarios.build(name, **changes)  # reject bad names and values before running
     comparison = experiments.compare(

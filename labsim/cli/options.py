@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 from labsim.model import measured
 from labsim.model.checks import ParameterError, number_or_text
+from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams, split_round
 
 PARAMS_HELP = (
     "parameter file written by `python -m loadtest measure` (default: labsim/measured.json, "
@@ -78,3 +79,49 @@ def set_pairs(pairs: Sequence[str]) -> dict[str, Any]:
             raise ParameterError(f"--set expects name=value, got {pair!r}")
         found[name.strip()] = number_or_text(value.strip())
     return found
+
+
+def add_round_options(parser: argparse.ArgumentParser) -> None:
+    """`--round-cpu-ms`, `--round-cpu-cv`, `--round-cpu-kind`: the server's whole work per
+    round (request overhead and tool) as a distribution the user states."""
+    parser.add_argument(
+        "--round-cpu-ms",
+        type=float,
+        metavar="MS",
+        help="the server's whole work per round, mean in ms (request overhead and tool); "
+        "default: the scenario's",
+    )
+    parser.add_argument(
+        "--round-cpu-cv",
+        type=float,
+        metavar="CV",
+        help="its spread (std / mean); default: the lab's measured round's",
+    )
+    parser.add_argument(
+        "--round-cpu-kind",
+        choices=SERVICE_TIME_KINDS,
+        help="its distribution; default: the lab's measured round's",
+    )
+
+
+def round_overrides(args: argparse.Namespace, changes: dict[str, Any]) -> dict[str, Any]:
+    """The settings `--round-cpu-*` make (none without them): the stated round split into
+    the request's overhead and the tool's work, as a parameter file's round is."""
+    if args.round_cpu_ms is None:
+        if args.round_cpu_cv is not None or args.round_cpu_kind is not None:
+            raise ParameterError("--round-cpu-cv and --round-cpu-kind need --round-cpu-ms")
+        return {}
+    if not args.round_cpu_ms > 0:
+        raise ParameterError(f"--round-cpu-ms must be > 0, got {args.round_cpu_ms!r}")
+    lab = measured.load().round_cpu or ServiceTime(kind="deterministic", cv=0.0)
+    kind = args.round_cpu_kind or lab.kind
+    cv = args.round_cpu_cv if args.round_cpu_cv is not None else lab.cv
+    if kind == "exponential":
+        cv = 1.0 if args.round_cpu_cv is None else cv
+    try:
+        whole = ServiceTime(mean_s=args.round_cpu_ms / 1e3, kind=kind, cv=cv)
+    except ParameterError as error:
+        raise ParameterError(f"--round-cpu-cv, --round-cpu-kind: {error}") from None
+    overhead_s = changes.get("request_overhead_s", WorkloadParams().request_overhead_s)
+    tool, overhead_s = split_round(whole, float(overhead_s))
+    return {"workload.round_cpu": tool, "request_overhead_s": overhead_s}

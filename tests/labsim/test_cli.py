@@ -13,6 +13,9 @@ import pytest
 
 from labsim.cli import main as cli
 from labsim.cli import plan as plan_command
+from labsim.cli.options import round_overrides
+from labsim.model.checks import ParameterError
+from labsim.model.demand import WorkloadParams
 from labsim.study import validation
 from labsim.study.plan_request import PlanRequest
 
@@ -208,3 +211,22 @@ def test_importing_labsim_loads_the_model_and_none_of_the_study() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert done.stdout.splitlines() == ["", "True"]
+
+
+def test_compare_takes_the_round_as_the_user_states_it() -> None:
+    def settings(*flags: str) -> dict:
+        return round_overrides(cli.parser().parse_args(["compare", *flags]), {})
+
+    assert settings() == {}
+    stated = settings(
+        "--round-cpu-ms", "20", "--round-cpu-cv", "0.5", "--round-cpu-kind", "lognormal"
+    )
+    tool, overhead_s = stated["workload.round_cpu"], stated["request_overhead_s"]
+    # The whole round is the overhead every request pays plus the tool's part.
+    assert overhead_s == WorkloadParams().request_overhead_s
+    assert tool.mean_s + overhead_s == pytest.approx(0.020)
+    assert tool.kind == "lognormal" and tool.cv * tool.mean_s == pytest.approx(0.5 * 0.020)
+    with pytest.raises(ParameterError, match="need --round-cpu-ms"):
+        settings("--round-cpu-cv", "0.5")
+    with pytest.raises(ParameterError, match="exponential"):
+        settings("--round-cpu-ms", "5", "--round-cpu-kind", "exponential", "--round-cpu-cv", "2")
