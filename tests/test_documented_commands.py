@@ -28,7 +28,10 @@ SHELL_BLOCKS = {"sh", "bash", "shell", "console"}
 OTHER_PROGRAMS = {
     "pip", "git", "conda", "jupytext", "cd", "python3", ".", "source", "apt-get", "npm",
     "node", "export", "wrk", "redis-server", "haproxy", "perf", "valgrind", "curl", "ls",
+    "kill",
 }  # fmt: skip
+#: What the shell puts in place of its expansions before a program sees its words.
+SHELL_EXPANSIONS = {"$!": "12345"}  # the last background job's pid
 PROJECT_PACKAGES = ("server", "labsim", "loadtest")
 #: Commands cheap enough to run on every test run: (package, subcommand).
 QUICK = {("labsim", "scenarios"), ("labsim", "mmc"), ("server", "token")}
@@ -52,7 +55,7 @@ def _joined_lines(block: str) -> list[str]:
 def commands_of(text: str) -> list[str]:
     """The commands a Markdown page shows, as a reader would paste them."""
     found: list[str] = []
-    fence = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+    fence = re.compile(r"^[ \t]*```(\w*)\n(.*?)^[ \t]*```", re.M | re.S)
     for language, block in fence.findall(text):
         for line in _joined_lines(block):
             stripped = line.strip()
@@ -113,8 +116,13 @@ def makefile_targets() -> set[str]:
 
 
 def problem_with(command: str) -> str | None:
-    """Why a reader's paste would fail, or None."""
-    words = shlex.split(command)
+    """Why a reader's paste would fail, or None. The program sees its words only: a
+    redirection or a trailing `&` is the shell's, and `$!` a pid."""
+    words = [SHELL_EXPANSIONS.get(word, word) for word in shlex.split(command)]
+    for i, word in enumerate(words):
+        if word in {">", ">>", "&", "|"}:
+            words = words[:i]
+            break
     if words[0].startswith(".venv/"):
         return "written with .venv/bin/: write `python -m ...` (the environment is active)"
     if words[0] == "make":
