@@ -11,7 +11,9 @@ the tally needs no lock; a scrape sees every count made before it.
 
 The interpreter's garbage collections (`python_gc_collections_total` by generation) are
 shown too, read from `gc.get_stats()` at each scrape: whether a replica under load
-collects at all, and how often, with nothing added to the request path.
+collects at all, and how often, with nothing added to the request path; and the
+process's resident memory and CPU time (`process_resident_memory_bytes`, read from /proc
+at each scrape), by which `python -m loadtest measure --target` weighs a held call.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, GCCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 __all__ = ["CONTENT_TYPE_LATEST", "ServerMetrics"]
@@ -31,6 +40,7 @@ class ServerMetrics:
     def __init__(self, replica_id: str) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         GCCollector(registry=self.registry)
+        ProcessCollector(registry=self.registry)
         labels = {"replica": replica_id}
         self.requests = Counter(
             "mcp_requests",

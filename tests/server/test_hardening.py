@@ -349,4 +349,6 @@ def test_metrics_ask_for_their_token_when_one_is_set() -> None:
         assert wrong.status_code == 401
         right = http.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
         assert right.status_code == 200 and "mcp_requests_total" in right.text
+        # The replica's memory, by which a measurement from outside weighs a held call.
+        assert "\nprocess_resident_memory_bytes " in right.text
         assert http.get("/healthz").status_code == 200  # a load balancer needs no token
