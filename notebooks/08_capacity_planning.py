@@ -32,6 +32,13 @@
 # 3. What an autoscaler does to each architecture: sticky sessions leave new replicas
 #    idle after a scale-out, and a legacy scale-in cuts the calls it still holds.
 # 4. Think time against the requestState lifetime (TTL): who is asked again.
+# 5. A plan tested live: a CPU-heavy tool you set, its plan, and `verify-plan` running
+#    that plan on a real cluster at its fleet and one replica fewer, side by side.
+#
+# Section 5's live check needs `haproxy` and `redis-server` (`make lab` installs both) and
+# takes about seven minutes. Without them (a laptop with only the notebooks' Python
+# packages), or in a quick run, it shows a check recorded on a machine that had them,
+# marked RECORDED, with its date, commit and command.
 #
 # A line starting with ✓ is a sentence of this notebook checked against the results just
 # computed: if the model changes so that it no longer holds, the notebook stops there and
@@ -57,9 +64,14 @@ HELD_KIB_SWEEP = [4, 41, 256, 1024, 4096, 16384]
 TTL_THINK_MEDIANS_S = [60, 300, 900] if QUICK else [30, 60, 120, 300, 600, 900, 1800]
 
 # %%
+import importlib.util
+import json
+import shlex
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import recordings
 import result_tables
 from answers import hidden_answer
 from claims import claim
@@ -69,10 +81,18 @@ from scipy import stats
 
 import labsim
 from labsim import ARCHITECTURES, study
+from labsim.cli.main import parser as labsim_parser
+from labsim.cli.plan import request_from, stated_fields
 from labsim.study import plots
 from labsim.study.capacity import first_guess, plan, simulated
-from labsim.study.plan_report import table
+from labsim.study.plan_report import document, table
 from labsim.study.plan_request import PlanRequest
+from loadtest.harness.haproxy import HAProxy
+from loadtest.harness.redis_server import RedisServer
+from loadtest.verify.check import verify_plan
+from loadtest.verify.plan_file import parse_plan
+
+NOTEBOOK = "08_capacity_planning"
 
 # %% [markdown]
 # ## 1. The plan, per architecture
@@ -338,6 +358,358 @@ claim(
 ttl.round(3)
 
 # %% [markdown]
+# ## 5. A plan tested live
+#
+# A plan is a prediction, and a class should see it tested. Take a tool that computes:
+# each round of it spends `TOOL_CPU_MS` milliseconds of a replica's CPU (rendering a
+# chart, scoring a document), where the lab's own tools spend well under one. Its users
+# answer within a second or so, so what a replica holds while they think hardly matters:
+# the CPU sizes every fleet. `plan` predicts the smallest fleet of each architecture that
+# meets the SLO, and says that one replica fewer misses it. `python -m loadtest
+# verify-plan` then runs that very workload on a real cluster (uvicorn replicas behind
+# HAProxy, Redis for the shared store, users from Locust arriving as the plan's do) at
+# the plan's fleet and at one replica fewer, and judges each run as the plan judged its
+# simulation.
+#
+# Set the tool's work here, then run the section.
+
+# %%
+# A CPU-heavy tool and its workload. The recorded live check below is of these values as
+# they stand; change TOOL_CPU_MS and the section says how to check yours.
+TOOL_CPU_MS = 22.0  # server work per round of the tool, mean (ms)
+TOOL_CPU_CV = 0.3  # its spread (std / mean), lognormal
+HEAVY_RATE_PER_S = 20.0  # calls arriving per second
+HEAVY_THINK_MEDIAN_S = 1.0  # users answer in about a second (lognormal median)
+HEAVY_THINK_SIGMA = 0.5
+HEAVY_SLO_P95_MS = 250.0
+HEAVY_VCPUS = 1.0  # per replica (memory: the plan's default, 4 GB)
+HEAVY_CONNECTION_LIMIT = 256
+HEAVY_MEASURE_S = 60.0  # simulated seconds per run of the plan
+LIVE_JUDGED_S = 60.0  # seconds of each live run that are judged (verify-plan --duration)
+
+# %% [markdown]
+# The notebook makes the plan from its command line: it parses the command with
+# `labsim`'s own parser and calls the function the command calls (`plan`), so the two
+# cannot disagree. The same command in a terminal prints the same answer and writes it
+# as `cpu.json`, the file `verify-plan` reads.
+
+# %%
+PLAN_COMMAND = (
+    f"python -m labsim plan --rate {HEAVY_RATE_PER_S:g} "
+    f"--think-median-s {HEAVY_THINK_MEDIAN_S:g} --think-sigma {HEAVY_THINK_SIGMA:g} "
+    f"--never-answer 0 --slo-p95-ms {HEAVY_SLO_P95_MS:g} --round-cpu-ms {TOOL_CPU_MS:g} "
+    f"--round-cpu-cv {TOOL_CPU_CV:g} --round-cpu-kind lognormal --vcpus {HEAVY_VCPUS:g} "
+    f"--connection-limit {HEAVY_CONNECTION_LIMIT} --tool-mix get_weather=1 "
+    f"--measure-s {HEAVY_MEASURE_S:g} --json cpu.json"
+)
+VERIFY_COMMAND = (
+    f"python -m loadtest verify-plan cpu.json --duration {LIVE_JUDGED_S:g} --json cpu.verified.json"
+)
+plan_args = labsim_parser().parse_args(shlex.split(PLAN_COMMAND)[3:])
+heavy_plan = plan(request_from(plan_args), processes=2)
+
+
+def planned_row(answer: dict) -> dict:
+    """One architecture's answer in a row: its fleet N, what binds it, and N-1."""
+    if answer["replicas"] is None:
+        return {"N (replicas)": "none", "binding": answer["binding"], "why": answer["reason"]}
+    fewer = answer.get("one_fewer") or {}
+    return {
+        "N (replicas)": answer["replicas"],
+        "binding": answer["binding"],
+        "p95 at N (ms)": answer["p95_ms"],
+        "N-1": fewer.get("replicas", "none"),
+        # No p95 is a miss: too few calls completed to have one.
+        "p95 at N-1 (ms)": "miss" if fewer and fewer["p95_ms"] is None else fewer.get("p95_ms"),
+        "what breaks at N-1": ", ".join(fewer.get("broke", [])) or "-",
+        "bill at N (USD/month)": answer["cost_per_month_usd"],
+    }
+
+
+print(PLAN_COMMAND)
+planned = result_tables.columns(
+    {result_tables.label(a): planned_row(r) for a, r in heavy_plan["architectures"].items()},
+    digits=1,
+).T
+claim(
+    all(r["binding"] == "cpu" for r in heavy_plan["architectures"].values())
+    and len({r["replicas"] for r in heavy_plan["architectures"].values()}) == 1,
+    "with users who answer in a second, the CPU sizes every fleet, and all three are the same",
+    fleets={a: (r["replicas"], r["binding"]) for a, r in heavy_plan["architectures"].items()},
+)
+beyond_store = {
+    a: r["cost_per_month_usd"] - r["cost_breakdown"]["store_usd"]
+    for a, r in heavy_plan["architectures"].items()
+}
+claim(
+    max(beyond_store.values()) < 1.05 * min(beyond_store.values()),
+    "the bills differ by the shared store, and by little else",
+    bill_without_the_store_usd=beyond_store,
+)
+planned
+
+# %% [markdown]
+# ### The live check, beside the plan
+#
+# `verify-plan` reads the plan's JSON and, for each architecture, starts a cluster of N
+# replicas, drives the plan's workload at it (the tool played by a demo tool spending the
+# same CPU a round), judges `LIVE_JUDGED_S` seconds after a short warm-up, stops the
+# cluster, and does the same with N-1. Three architectures, two fleets each: about seven
+# minutes. It does not judge a run whose replicas waited for a CPU that other programs
+# held, and it scales down a plan this machine cannot host (fewer replicas, the same load
+# on each); its output says so when it does either.
+
+# %%
+INSTALLED = {
+    "haproxy": HAProxy.available(),
+    "redis-server": RedisServer.available(),
+    "locust (Python package)": importlib.util.find_spec("locust") is not None,
+}
+LIVE_PARAMETERS = {
+    "TOOL_CPU_MS": TOOL_CPU_MS,
+    "TOOL_CPU_CV": TOOL_CPU_CV,
+    "HEAVY_RATE_PER_S": HEAVY_RATE_PER_S,
+    "HEAVY_THINK_MEDIAN_S": HEAVY_THINK_MEDIAN_S,
+    "HEAVY_THINK_SIGMA": HEAVY_THINK_SIGMA,
+    "HEAVY_SLO_P95_MS": HEAVY_SLO_P95_MS,
+    "HEAVY_VCPUS": HEAVY_VCPUS,
+    "HEAVY_CONNECTION_LIMIT": HEAVY_CONNECTION_LIMIT,
+    "HEAVY_MEASURE_S": HEAVY_MEASURE_S,
+    "LIVE_JUDGED_S": LIVE_JUDGED_S,
+}
+
+
+def check_live() -> dict:
+    """The plan above as `cpu.json`, and verify-plan's live verdicts on it."""
+    plan_json = json.loads(json.dumps(document(heavy_plan, PLAN_COMMAND, stated_fields(plan_args))))
+    verified = verify_plan(parse_plan(plan_json, "cpu.json"), judged_s=LIVE_JUDGED_S)
+    return {"commands": [PLAN_COMMAND, VERIFY_COMMAND], "plan": plan_json, "verified": verified}
+
+
+missing = recordings.missing_programs(INSTALLED)
+if QUICK and not missing:
+    # A quick run does not wait seven minutes: it shows the recording, as a laptop does.
+    checked = recordings.read(NOTEBOOK, "verify")
+    print(
+        "RECORDED RUN, not live: QUICK=1, and the live check takes about seven minutes.\n"
+        + recordings.banner(checked, missing).split("\n", 1)[1]
+    )
+else:
+    checked = recordings.live_or_recorded(
+        NOTEBOOK, "verify", needed=INSTALLED, parameters=LIVE_PARAMETERS, run=check_live
+    )
+changed = {
+    name: value for name, value in LIVE_PARAMETERS.items() if checked.parameters[name] != value
+}
+if changed:
+    print(
+        "\nYour parameters differ from the recording's: "
+        + ", ".join(
+            f"{k} = {v:g} (recorded: {checked.parameters[k]:g})" for k, v in changed.items()
+        )
+        + f".\nThe recording tests the plan of a {checked.parameters['TOOL_CPU_MS']:g} ms tool, "
+        "not the plan above. To test yours live, where HAProxy, Redis and Locust are "
+        "installed, run these two commands (or this notebook without QUICK=1):\n"
+        f"    {PLAN_COMMAND}\n    {VERIFY_COMMAND}"
+    )
+elif checked.recorded:
+    fleets = {a: r["replicas"] for a, r in heavy_plan["architectures"].items()}
+    recorded_fleets = {a: r["replicas"] for a, r in checked.data["plan"]["architectures"].items()}
+    claim(
+        checked.data["commands"] == [PLAN_COMMAND, VERIFY_COMMAND] and fleets == recorded_fleets,
+        "the recording ran this section's commands, and tested a plan with the fleets of the "
+        "plan made here",
+        commands=checked.data["commands"],
+        here=fleets,
+        recorded=recorded_fleets,
+    )
+print("\nThe commands that made it:", *checked.data["commands"], sep="\n    ")
+
+# %% [markdown]
+# The plan and the live runs side by side, one row per architecture. At the plan's fleet
+# N and at N-1: whether the fleet met the SLO, simulated then live; its p95, simulated
+# then live; the share of calls completed live. A verdict held when the live runs agreed
+# with the plan at both sizes.
+
+# %%
+NOT_RUN = {"replicas": None, "meets": None, "p95_ms": None}
+
+
+def yes_no(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "no")
+
+
+def ms(found: dict) -> str:
+    """A run's p95; a run without one missed (too few calls completed to have one)."""
+    if not found:
+        return "-"
+    return "miss" if found["p95_ms"] is None else f"{found['p95_ms']:.0f}"
+
+
+def at_size(planned_here: dict, run: dict) -> dict:
+    """One fleet size: the plan's answer and the live run's, each cell "plan / live"."""
+    n = planned_here["replicas"]
+    simulated = planned_here if n is not None else {}
+    live = run.get("live") or {}
+    scaled = run.get("replicas") not in (None, n)
+    return {
+        "replicas": "-" if n is None else (f"{n} (run as {run['replicas']})" if scaled else n),
+        "meets SLO: plan / live": f"{yes_no(simulated.get('meets'))} / {yes_no(live.get('meets'))}",
+        "p95 (ms): plan / live": f"{ms(simulated)} / {ms(live)}",
+        "completed live": f"{live['completed_share']:.1%}" if live else "-",
+    }
+
+
+def side_by_side(entry: dict) -> dict:
+    """An architecture's row: the plan beside the live runs at N and N-1, and the verdict."""
+    fewer = entry.get("one_fewer") or {}
+    cells = {("at N", k): v for k, v in at_size(entry.get("plan", NOT_RUN), entry).items()}
+    cells |= {("at N-1", k): v for k, v in at_size(fewer.get("plan", NOT_RUN), fewer).items()}
+    held = yes_no(entry["verdict_held"])
+    cells[("", "verdict held")] = held if entry["judged"] else f"not judged: {entry['reason']}"
+    return cells
+
+
+verified = checked.data["verified"]
+# In the order of the plan's table above.
+entries = {a: verified["architectures"][a] for a in ARCHITECTURES if a in verified["architectures"]}
+pd.DataFrame({result_tables.label(a): side_by_side(e) for a, e in entries.items()}).T
+
+# %% [markdown]
+# The same p95s as a figure, against the SLO: the plan's with its 95% interval over the
+# seeded runs, the live run's beside it.
+
+
+# %%
+def p95_beside_slo(entries: dict, plan_json: dict, slo_ms: float, note: str) -> plt.Figure:
+    """Per architecture (`entries`: verify-plan's), the p95 the plan simulated and the one
+    measured live, at N and N-1, against the SLO."""
+    archs = list(entries)
+    fig, axes = plt.subplots(
+        1, len(archs), figsize=(11, 4), sharey=True, squeeze=False, layout="constrained"
+    )
+    for ax, arch in zip(axes[0], archs, strict=True):
+        entry, answer = entries[arch], plan_json["architectures"][arch]
+        sizes = [("N", entry, answer)]
+        if "one_fewer" in entry:
+            sizes.append(("N-1", entry["one_fewer"], answer.get("one_fewer") or {}))
+        ticks, simulated_ms, below, above, live_ms = [], [], [], [], []
+        for name, run, simulated_run in sizes:
+            n = run["plan"]["replicas"]
+            ticks.append(f"{name}: {n} replica{'s' if n != 1 else ''}")
+            p95 = run["plan"]["p95_ms"]
+            low, high = simulated_run.get("p95_ms_ci") or (None, None)
+            simulated_ms.append(np.nan if p95 is None else p95)
+            below.append(np.nan if p95 is None or low is None else p95 - low)
+            above.append(np.nan if p95 is None or high is None else high - p95)
+            live_p95 = (run.get("live") or {}).get("p95_ms")
+            live_ms.append(np.nan if live_p95 is None else live_p95)
+        x = np.arange(len(ticks))
+        ax.bar(
+            x - 0.2, simulated_ms, 0.4, yerr=[below, above], capsize=4,
+            label="plan: simulated p95, 95% interval",
+        )  # fmt: skip
+        ax.bar(x + 0.2, live_ms, 0.4, label="live: measured by verify-plan")
+        ax.axhline(
+            slo_ms, color="black", linestyle="--", linewidth=1.2, label=f"SLO: p95 {slo_ms:g} ms"
+        )
+        ax.set_xticks(x, ticks)
+        ax.set_title(result_tables.label(arch))
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("p95 server latency (ms)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize="small")
+    fig.suptitle(f"The plan's p95 and the live p95 against the {slo_ms:g} ms SLO ({note})")
+    return fig
+
+
+fig = p95_beside_slo(
+    entries, checked.data["plan"], checked.parameters["HEAVY_SLO_P95_MS"], checked.note
+)
+plt.show()
+at_n = {a: (e.get("live") or {}).get("meets") for a, e in entries.items()}
+at_fewer = {
+    a: (e["one_fewer"].get("live") or {}).get("meets")
+    for a, e in entries.items()
+    if "one_fewer" in e
+}
+claim(
+    verified["judged"] and all(e["verdict_held"] for e in entries.values()),
+    "every verdict of the plan held live",
+    held={a: e["verdict_held"] for a, e in entries.items()},
+    reason=verified.get("reason"),
+)
+claim(
+    all(meets is True for meets in at_n.values())
+    and at_fewer
+    and all(meets is False for meets in at_fewer.values()),
+    "live, each architecture's planned fleet N met the SLO, and N-1 missed it",
+    meets_at_n=at_n,
+    meets_at_n_minus_1=at_fewer,
+)
+broke = {
+    a: {
+        "plan": checked.data["plan"]["architectures"][a]["one_fewer"]["broke"],
+        "live": e["one_fewer"]["live"]["broke"],
+    }
+    for a, e in entries.items()
+    if "one_fewer" in e
+}
+claim(
+    all(set(b["plan"]) <= set(b["live"]) for b in broke.values()),
+    "N-1 broke live the limits the plan said it would break",
+    broke=broke,
+)
+
+# %% [markdown]
+# Why is one replica not enough, when it has the CPU for the work? The busiest replica's
+# share of time at work, live, at N-1 against the plan's CPU target:
+
+# %%
+target = checked.data["plan"]["request"]["target_cpu_utilization"]
+busy = {
+    result_tables.label(a): {
+        "busy at N": max(e["live"]["cpu_utilization"].values()),
+        "busy at N-1": max(e["one_fewer"]["live"]["cpu_utilization"].values()),
+        "completed at N-1": e["one_fewer"]["live"]["completed_share"],
+        "p95 at N-1 / p95 at N": e["one_fewer"]["live"]["p95_ms"] / e["live"]["p95_ms"],
+    }
+    for a, e in entries.items()
+    if "one_fewer" in e
+}
+busy_table = pd.DataFrame(busy).T
+claim(
+    ((busy_table["busy at N-1"] > target) & (busy_table["busy at N-1"] < 1)).all()
+    and (busy_table["completed at N-1"] >= 0.999).all(),
+    f"at N-1 a replica is busy beyond the plan's {target:.0%} target but not full, and still "
+    "completes the calls",
+    busy=busy_table.round(3).to_dict("index"),
+)
+claim(
+    (busy_table["p95 at N-1 / p95 at N"] > 2).all(),
+    "yet one replica fewer more than doubles the live p95",
+    ratio=busy_table["p95 at N-1 / p95 at N"].round(2).to_dict(),
+)
+shares = ["busy at N", "busy at N-1", "completed at N-1"]
+busy_table.style.format("{:.0%}", subset=shares).format("{:.1f}x", subset=["p95 at N-1 / p95 at N"])
+
+# %% [markdown]
+# **What the check shows.** The plan named a fleet for each architecture and said that
+# one replica fewer would miss; live, the fleet met the SLO and one fewer missed it, for
+# the reasons the plan gave: too busy, and so too slow. One fewer did not run out of CPU:
+# it finished every call. But a replica busy most of the time makes each request wait
+# for the ones ahead of it, and near full load that queue grows fast: twice the load on
+# a replica, and the p95 grows more than twice. That is why the plan keeps each replica
+# below its CPU target: the spare time is what keeps the queue short.
+#
+# The milliseconds of the plan and of the live run need not agree to the last digit (the
+# table shows how far apart they are); the verdict, which is what an architect buys
+# replicas by, is what the live run tests. And here the three architectures need the same
+# fleet: when users answer in a second, what a replica holds while they think is small,
+# and a round costs the same CPU whichever architecture serves it. The bills differ by
+# the shared store that SSE + shared store pays for, and by little else.
+
+# %% [markdown]
 # ## Exercises
 #
 # Each exercise has its answer under it, behind a **Show answer** button: what the
@@ -431,4 +803,67 @@ with hidden_answer(
         hours["sticky"] > 1.5 * hours["mrtr"],
         "scaling on requests in flight, the sticky fleet takes far more replica-hours",
         replica_hours=hours,
+    )
+
+# %% [markdown] tags=["exercise"]
+# **Exercise 4.** Make the tool of section 5 twice as heavy (`2 * TOOL_CPU_MS` a round).
+# First predict the fleet from the CPU alone: calls per second x rounds per call (two:
+# the question and its answer) x work per round is the CPU the work takes; divide by the
+# plan's 70% CPU target and round up. Then make the plan. Does the simulation agree with
+# your arithmetic? Which constraint binds, and what happens to the bill?
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+with hidden_answer(
+    """
+    The arithmetic: 20 calls a second x 2 rounds x 44 ms is 1.76 CPU cores of work; at
+    70% busy each, 2.5 replicas, so **3**. The plan agrees for **MRTR and the sticky
+    balancer**: three replicas, sized by their CPU.
+
+    **SSE + shared store needs a fourth**, and not for its CPU: at three replicas its
+    p95 is over the SLO (binding: latency). Its answer is parsed on whichever replica
+    the balancer picks and relayed through the store to the replica that holds the call,
+    so an answer can wait in two replicas' queues, and at 60% busy those waits add up.
+
+    For MRTR and the sticky balancer, twice the work did not take twice the replicas:
+    the two replicas of section 5 were under half busy, with room to spare. SSE + shared
+    store's fleet, and its bill for replicas, did double.
+    """
+):
+    import dataclasses
+    import math
+
+    heavier = dataclasses.replace(request_from(plan_args), round_cpu_ms=2 * TOOL_CPU_MS)
+    cores = heavier.rate_per_s * 2 * heavier.round_cpu_ms / 1e3
+    predicted = math.ceil(cores / heavier.target_cpu_utilization)
+    print(
+        f"{cores:.2f} CPU cores of work; at {heavier.target_cpu_utilization:.0%} each, "
+        f"{predicted} replicas"
+    )
+    doubled = plan(heavier, processes=2)
+    display(
+        result_tables.columns(
+            {result_tables.label(a): planned_row(r) for a, r in doubled["architectures"].items()},
+            digits=1,
+        ).T
+    )
+    fleets = {a: r["replicas"] for a, r in doubled["architectures"].items()}
+    claim(
+        fleets["mrtr"] == fleets["sticky"] == predicted
+        and doubled["architectures"]["mrtr"]["binding"] == "cpu",
+        "for MRTR and the sticky balancer the plan agrees with the arithmetic",
+        predicted=predicted,
+        fleets=fleets,
+    )
+    claim(
+        fleets["sse-store"] > predicted
+        and doubled["architectures"]["sse-store"]["binding"] == "latency",
+        "SSE + shared store needs more replicas, for its latency",
+        sse_store=(fleets["sse-store"], doubled["architectures"]["sse-store"]["binding"]),
+    )
+    before = {a: r["replicas"] for a, r in heavy_plan["architectures"].items()}
+    claim(
+        all(fleets[a] < 2 * before[a] for a in ("mrtr", "sticky")),
+        "for MRTR and the sticky balancer, twice the work takes fewer than twice the replicas",
+        before=before,
+        after=fleets,
     )

@@ -36,7 +36,7 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
 PAIRING = "ipynb,py:percent"
 #: Notebooks with a part that needs programs beyond Python (HAProxy, Redis, Locust).
-LIVE_PARTS = {"06_live_swarm", "07_persistent_tools"}
+LIVE_PARTS = {"06_live_swarm", "07_persistent_tools", "08_capacity_planning"}
 #: What a student's laptop with only the notebooks' Python packages lacks.
 NOT_ON_A_LAPTOP = ("haproxy", "redis-server", "redis-cli", "node", "npm", "npx")
 #: A bound on one cell, so a hung kernel fails the test instead of stalling the suite. It is
