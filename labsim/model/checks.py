@@ -8,7 +8,7 @@ strange run later.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 
 class ParameterError(ValueError):
@@ -52,7 +52,7 @@ def number_or_text(text: str) -> Any:
     return text
 
 
-def is_number(value: Any, positive: bool = False) -> bool:
+def is_number(value: Any, positive: bool = False) -> TypeGuard[int | float]:
     """Whether a value read from a file is a finite number >= 0 (> 0 with `positive`),
     and not a boolean (which JSON and Python would otherwise take for 0 or 1)."""
     return (
