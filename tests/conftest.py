@@ -27,9 +27,24 @@ def session_processes() -> set[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
-        if mark in environ.split(b"\x00") and state != "Z":
+        if mark in environ.split(b"\x00") and state != "Z" and not _own_helper(entry):
             found.add(int(entry.name))
     return found
+
+
+#: Processes an interpreter starts for itself and stops when it exits (multiprocessing's
+#: resource tracker and fork server): the test session's own end stops them.
+OWN_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
+
+
+def _own_helper(entry: Path) -> bool:
+    """Whether a process is one of this session's interpreter's own helpers."""
+    try:
+        parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        command = (entry / "cmdline").read_bytes()
+    except (OSError, IndexError, ValueError):
+        return False
+    return parent == os.getpid() and any(helper in command for helper in OWN_HELPERS)
 
 
 def command_of(pid: int) -> str:
