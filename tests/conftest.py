@@ -24,10 +24,10 @@ def session_processes() -> set[int]:
             continue
         try:
             environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+        except (OSError, ValueError):
             continue
-        if mark in environ.split(b"\x00") and state != "Z" and not _own_helper(entry):
+        if mark in environ.split(b"\x00") and state != "Z" and not _own_helper(entry, parent):
             found.add(int(entry.name))
     return found
 
@@ -37,14 +37,16 @@ def session_processes() -> set[int]:
 OWN_HELPERS = (b"multiprocessing.resource_tracker", b"multiprocessing.forkserver")
 
 
-def _own_helper(entry: Path) -> bool:
-    """Whether a process is one of this session's interpreter's own helpers."""
-    try:
-        parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        command = (entry / "cmdline").read_bytes()
-    except (OSError, IndexError, ValueError):
+def _own_helper(entry: Path, parent: str) -> bool:
+    """Whether a process (its parent's pid as /proc gives it) is one of this session's
+    interpreter's own helpers."""
+    if parent != str(os.getpid()):
         return False
-    return parent == os.getpid() and any(helper in command for helper in OWN_HELPERS)
+    try:
+        command = (entry / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(helper in command for helper in OWN_HELPERS)
 
 
 def command_of(pid: int) -> str:

@@ -9,7 +9,13 @@ from typing import Any, NoReturn
 
 from labsim.model import measured
 from labsim.model.checks import ParameterError, number_or_text
-from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams, split_round
+from labsim.model.demand import (
+    SERVICE_TIME_KINDS,
+    ServiceTime,
+    WorkloadParams,
+    split_round,
+    stated_round,
+)
 
 PARAMS_HELP = (
     "parameter file written by `python -m loadtest measure` (default: labsim/measured.json, "
@@ -114,14 +120,7 @@ def round_overrides(args: argparse.Namespace, changes: dict[str, Any]) -> dict[s
     if not args.round_cpu_ms > 0:
         raise ParameterError(f"--round-cpu-ms must be > 0, got {args.round_cpu_ms!r}")
     lab = measured.load().round_cpu or ServiceTime(kind="deterministic", cv=0.0)
-    kind = args.round_cpu_kind or lab.kind
-    cv = args.round_cpu_cv if args.round_cpu_cv is not None else lab.cv
-    if kind == "exponential":
-        cv = 1.0 if args.round_cpu_cv is None else cv
-    try:
-        whole = ServiceTime(mean_s=args.round_cpu_ms / 1e3, kind=kind, cv=cv)
-    except ParameterError as error:
-        raise ParameterError(f"--round-cpu-cv, --round-cpu-kind: {error}") from None
+    whole = stated_round(lab, args.round_cpu_ms, args.round_cpu_cv, args.round_cpu_kind)
     overhead_s = changes.get("request_overhead_s", WorkloadParams().request_overhead_s)
     tool, overhead_s = split_round(whole, float(overhead_s))
     return {"workload.round_cpu": tool, "request_overhead_s": overhead_s}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from labsim.model.checks import check_fraction, check_numbers, require
+from labsim.model.checks import ParameterError, check_fraction, check_numbers, require
 from labsim.model.tools import TOOLS
 
 SERVICE_TIME_KINDS = ("exponential", "deterministic", "lognormal")
@@ -48,6 +48,27 @@ class ServiceTime:
         """The distribution in words, as the plan prints it: `lognormal, mean 2.5 ms, cv 0.4`."""
         spread = {"exponential": ", cv 1", "deterministic": ""}.get(self.kind, f", cv {self.cv:g}")
         return f"{self.kind}, mean {self.mean_s * 1e3:.4g} ms{spread}"
+
+
+def stated_round(
+    measured: ServiceTime, mean_ms: float | None, cv: float | None, kind: str | None
+) -> ServiceTime:
+    """The server work per round as a user states it (`--round-cpu-ms`, `-cv`, `-kind`),
+    the rest as `measured`.
+
+    A spread stated without a kind is a lognormal's (the only kind with a spread of its
+    own); a kind stated without a spread takes its own (exponential 1, deterministic 0)
+    or, for a lognormal, the measured one.
+    """
+    if kind is None:
+        kind = "lognormal" if cv is not None else measured.kind
+    if cv is None:
+        cv = {"exponential": 1.0, "deterministic": 0.0}.get(kind, measured.cv)
+    mean_s = measured.mean_s if mean_ms is None else mean_ms / 1e3
+    try:
+        return ServiceTime(mean_s=mean_s, kind=kind, cv=cv)
+    except ParameterError as error:
+        raise ParameterError(f"--round-cpu-cv, --round-cpu-kind: {error}") from None
 
 
 def split_round(whole: ServiceTime, overhead_s: float) -> tuple[ServiceTime, float]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from labsim.model.checks import ParameterError, number_or_text
-from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams
+from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams, stated_round
 from labsim.model.params import SimParams
 from labsim.model.workload import MAX_CALLS_PER_RUN
 
@@ -206,23 +206,9 @@ class PlanRequest:
         return min(1.0, self.vcpus_per_replica)
 
     def whole_round(self, measured: ServiceTime) -> ServiceTime:
-        """The server work per round: what the request states, the rest as `measured`.
-
-        A spread stated without a kind is a lognormal's (the only kind with a spread of its
-        own); a kind stated without a spread takes its own (exponential 1, deterministic 0)
-        or, for a lognormal, the measured one.
-        """
-        kind = self.round_cpu_kind
-        cv = self.round_cpu_cv
-        if kind is None:
-            kind = "lognormal" if cv is not None else measured.kind
-        if cv is None:
-            cv = {"exponential": 1.0, "deterministic": 0.0}.get(kind, measured.cv)
-        mean_s = measured.mean_s if self.round_cpu_ms is None else self.round_cpu_ms / 1e3
-        try:
-            return ServiceTime(mean_s=mean_s, kind=kind, cv=cv)
-        except ParameterError as error:
-            raise ParameterError(f"--round-cpu-cv, --round-cpu-kind: {error}") from None
+        """The server work per round: what the request states, the rest as `measured`
+        (`labsim.model.demand.stated_round`)."""
+        return stated_round(measured, self.round_cpu_ms, self.round_cpu_cv, self.round_cpu_kind)
 
     def params(
         self, base: SimParams, replicas: int, tool_cpu: ServiceTime, overhead_s: float
