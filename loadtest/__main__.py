@@ -18,9 +18,17 @@
 
 from __future__ import annotations
 
+import sys
+
+# A swarm runs Locust's master (or its workers, with --join) in this process, and importing
+# Locust patches the standard library with gevent. gevent asks for that before ssl loads;
+# the commands' modules load it (httpx, PyJWT), and patched after them gevent warns that
+# their references to ssl's classes were left unpatched. So a swarm loads Locust first.
+if sys.argv[1:2] == ["swarm"]:
+    import locust  # noqa: F401  # isort: split
+
 import argparse
 import signal
-import sys
 from typing import Any
 
 from loadtest.cli import bench, calibration, runs, verification

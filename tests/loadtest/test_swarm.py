@@ -68,6 +68,20 @@ def test_a_target_is_driven_without_a_cluster_of_its_own(tmp_path: Path) -> None
     }
 
 
+def test_a_headless_swarm_prints_no_warning(tmp_path: Path) -> None:
+    # Locust patches the standard library with gevent as it loads; loaded after ssl, it
+    # warns of every module holding ssl's own classes (gevent's MonkeyPatchWarning).
+    server = ServerProcess(replica_id="lone").start()
+    try:
+        command = [*SWARM, "--headless", "--master-port", str(free_port()), "--target"]
+        command += [server.url, "--workers", "0", "--users", "1", "--duration", "1"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr, done.stderr
+
+
 @contextlib.contextmanager
 def web_swarm(tmp_path: Path, args: list[str], state: str = "running") -> Iterator[str]:
     """A swarm with its web UI and `args`, until its users reach `state`; its URL."""
