@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from server.client import reply_message
 from server.protocol.jsonrpc import json_object
 
 #: HTTP statuses a balancer returns when a replica is gone or busy: retry elsewhere.
@@ -100,7 +101,7 @@ def httpx_post(client: Any, url: str) -> Post:
         return HttpReply(
             response.status_code,
             response.headers.get("x-served-by"),
-            json_object(response.text),
+            reply_message(response.headers.get("content-type", ""), response.content),
             {k.lower(): v for k, v in response.headers.items()},
         )
 

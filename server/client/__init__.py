@@ -17,6 +17,7 @@ from server.client.replies import (
     Round,
     TooManyRounds,
     parse_body,
+    reply_message,
     result_of,
     text_of,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "accept",
     "decline",
     "parse_body",
+    "reply_message",
     "result_of",
     "sampled",
     "task_capabilities",

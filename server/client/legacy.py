@@ -28,21 +28,12 @@ import httpx
 
 from server.client.http import AsyncHttpClient, BlockingHttpClient
 from server.client.legacy_session import LegacyExchange, LegacySession
-from server.client.replies import McpError
+from server.client.replies import McpError, parse_body
 from server.protocol.jsonrpc import json_object
 
 
 def _is_stream(response: httpx.Response) -> bool:
     return response.headers.get("content-type", "").startswith("text/event-stream")
-
-
-def _single_answer(response: httpx.Response) -> dict[str, Any] | None:
-    """The JSON-RPC answer of a response: its body, or its SSE event when the server streamed
-    it (2025-11-25 lets a server answer any POST either way; the official SDK streams)."""
-    if not _is_stream(response):
-        return json_object(response.content)
-    events = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
-    return json_object(events[-1]) if events else None
 
 
 class LegacyClient(BlockingHttpClient):
@@ -65,7 +56,7 @@ class LegacyClient(BlockingHttpClient):
         """Open the session: initialize, then notifications/initialized."""
         headers, body = self.session.initialize_request()
         response = self._http.post(self.url, json=body, headers=headers)
-        self.session.opened(response.status_code, response.headers, _single_answer(response))
+        self.session.opened(response.status_code, response.headers, parse_body(response))
         headers, body = self.session.initialized_notification()
         self._http.post(self.url, json=body, headers=headers)
         return self.session
@@ -143,7 +134,7 @@ class AsyncLegacyClient(AsyncHttpClient):
         """Open the session: initialize, then notifications/initialized."""
         headers, body = self.session.initialize_request()
         response = await self._http.post(self.url, json=body, headers=headers)
-        self.session.opened(response.status_code, response.headers, _single_answer(response))
+        self.session.opened(response.status_code, response.headers, parse_body(response))
         headers, body = self.session.initialized_notification()
         await self._http.post(self.url, json=body, headers=headers)
         return self.session

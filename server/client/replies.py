@@ -8,7 +8,6 @@ HTTP status they came with.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,13 +74,19 @@ class Round:
 
 def parse_body(response: httpx.Response) -> dict[str, Any] | None:
     """The JSON-RPC response in an HTTP response, from JSON or from the last SSE event."""
-    content_type = response.headers.get("content-type", "")
-    if content_type.startswith("text/event-stream"):
-        message = None
-        for line in response.text.splitlines():
-            if line.startswith("data:"):
-                candidate = json.loads(line[5:])
-                if "result" in candidate or "error" in candidate:
-                    message = candidate
-        return message
-    return json_object(response.content)
+    return reply_message(response.headers.get("content-type", ""), response.content)
+
+
+def reply_message(content_type: str, content: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC response a reply body carries: the body itself when it is JSON, or the
+    last response event when the server chose to answer as an SSE stream (2025-11-25 lets
+    a server answer any POST either way; the official SDK streams by default)."""
+    if not content_type.startswith("text/event-stream"):
+        return json_object(content)
+    message = None
+    for line in content.decode(errors="replace").splitlines():
+        if line.startswith("data:"):
+            candidate = json_object(line[5:].strip())
+            if candidate is not None and ("result" in candidate or "error" in candidate):
+                message = candidate
+    return message

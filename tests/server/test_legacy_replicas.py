@@ -22,7 +22,7 @@ from server.harness.process import ServerProcess, free_port, wait_until_healthy
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env, user_answers
 from tests.server.probes import health, holds_nothing, metric, wait_for
 
-pytestmark = pytest.mark.system
+pytestmark = pytest.mark.integration
 
 
 @contextmanager

@@ -119,7 +119,7 @@ def test_retry_safe_tools_take_a_state_again() -> None:
         assert reply["result"]["content"][0]["text"] == "Bug #7 resolved as Duplicate of Bug #3"
 
 
-@pytest.mark.system
+@pytest.mark.integration
 def test_copies_spread_over_two_replicas_sharing_redis_create_one_task() -> None:
     # The rate limit is lifted for the same reason as above: one principal, every copy at once.
     with (

@@ -88,7 +88,7 @@ def small_redis() -> Iterator[str]:
         yield redis.url
 
 
-@pytest.mark.system
+@pytest.mark.integration
 def test_a_redis_at_its_maxmemory_says_it_is_full(small_redis: str) -> None:
     with running_replicas(1, "--task-store", small_redis) as (replica,):
         bob_answers_into_a_full_store([replica.url])
