@@ -22,6 +22,8 @@ from server.harness.process import ServerProcess, raise_file_limit
 from tests.server.probes import health, wait_for
 from tests.server.tasks_fixtures import SEED_CAPABILITIES, Wire, start_replica, token
 
+pytestmark = pytest.mark.integration
+
 #: More sockets than the replica's default connection cap (2,048): the attack that once
 #: took a replica down.
 ATTACK_SOCKETS = 2100

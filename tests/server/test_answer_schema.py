@@ -91,6 +91,7 @@ def test_a_legacy_answer_that_breaks_the_schema_is_asked_again_on_the_stream() -
     assert done.text == "Bug #7 resolved as Duplicate of Bug #42"
 
 
+@pytest.mark.integration
 def test_a_task_answer_that_breaks_the_schema_parks_the_task_asking_again() -> None:
     with running_replicas(1) as (replica,):
         wire = Wire([replica.url], token=token("ida"))

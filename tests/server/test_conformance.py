@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from server.harness.conformance import report, run_suite
+
+pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 
 # The MRTR scenarios the lab's server must pass; all must pass.
 REQUIRED = [

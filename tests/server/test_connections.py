@@ -14,6 +14,8 @@ import pytest
 from server.harness.process import ServerProcess
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
 
+pytestmark = pytest.mark.integration
+
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
 CAP = 8
 

@@ -44,6 +44,7 @@ def quote_round(url: str, principal: str, cpu_ms: float = QUOTE_MAX_CPU_MS) -> M
         return client
 
 
+@pytest.mark.integration
 def test_healthz_answers_within_the_check_timeout_while_four_big_quotes_run(
     replica: ServerProcess,
 ) -> None:
@@ -62,6 +63,7 @@ def test_healthz_answers_within_the_check_timeout_while_four_big_quotes_run(
     assert max(checks_s) < CHECK_TIMEOUT_S / 4
 
 
+@pytest.mark.integration
 def test_a_principal_beyond_its_cpu_cap_gets_429_and_others_are_served(
     replica: ServerProcess,
 ) -> None:
@@ -80,6 +82,7 @@ def test_a_principal_beyond_its_cpu_cap_gets_429_and_others_are_served(
             call.result()
 
 
+@pytest.mark.integration
 def test_sizes_beyond_the_caps_are_invalid_params_naming_the_cap(replica: ServerProcess) -> None:
     with MrtrClient(replica.url, token=token("big"), handlers=ANSWER) as client:
         for name, arguments, cap in [
@@ -92,6 +95,7 @@ def test_sizes_beyond_the_caps_are_invalid_params_naming_the_cap(replica: Server
             assert f"maximum of {cap}" in refused.value.message
 
 
+@pytest.mark.integration
 def test_a_crunch_in_the_workers_keeps_its_digest(replica: ServerProcess) -> None:
     units = 100_000  # far more than the loop keeps for itself
     with MrtrClient(replica.url, token=token("hasher")) as client:
@@ -100,6 +104,7 @@ def test_a_crunch_in_the_workers_keeps_its_digest(replica: ServerProcess) -> Non
     assert done.result["structuredContent"]["digest"] == crunch_units(crunch_start(), 0, units)
 
 
+@pytest.mark.integration
 def test_a_crunch_in_the_workers_sheds_at_the_same_units_with_the_same_digest() -> None:
     units, every = 100_000, 30_000
     shedding = start_replica("--shed-every-units", str(every))

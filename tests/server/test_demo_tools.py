@@ -154,6 +154,7 @@ def test_vault_resource_is_read_only_after_confirmation(app: Any) -> None:
     assert done.result["cacheScope"] == "private"
 
 
+@pytest.mark.integration
 def test_crunch_moves_between_two_replicas_with_the_same_digest(replicas: Any) -> None:
     """The seed's load shedding on real processes: A sheds, B resumes, A finishes."""
     a = replicas("--shed-every-units", "1000", replica_id="a")

@@ -75,6 +75,7 @@ def post(url: str, body: dict[str, Any], extra: list[tuple[str, str]]) -> httpx.
         ("http://localhost.evil.example", 403),
     ],
 )
+@pytest.mark.integration
 def test_a_page_origin_must_be_allowed(replica: ServerProcess, origin: str, status: int) -> None:
     reply = post(replica.url, call_body("get_weather", WEATHER), [("Origin", origin)])
     assert reply.status_code == status
@@ -109,6 +110,7 @@ def test_origin_is_checked_on_a_non_loopback_bind_too() -> None:
         [("Authorization", "Bearer a"), ("Authorization", "Bearer b")],
     ],
 )
+@pytest.mark.integration
 def test_a_repeated_routing_header_is_a_400(
     replica: ServerProcess, repeated: list[tuple[str, str]]
 ) -> None:

@@ -246,6 +246,7 @@ def test_deleting_the_session_ends_its_held_calls(replica: str) -> None:
         wait_for(lambda: holds_nothing(replica))
 
 
+@pytest.mark.integration
 def test_the_memory_estimate_is_of_the_order_of_the_measured_working_set() -> None:
     """Hold many calls in a replica process; compare its RSS growth with the estimate."""
     # The probe holds its 200 calls as one anonymous principal: the per-principal cap on

@@ -28,6 +28,7 @@ def weather(rid: int) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
 
 
+@pytest.mark.integration
 def test_a_principal_holds_at_most_its_limit_of_legacy_calls() -> None:
     replica = ServerProcess(args=["--max-held-calls-per-principal", str(LIMIT)], env=ENV).start()
     try:
@@ -74,6 +75,7 @@ def bearer(principal: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {mint_token(principal, JWT_SECRET, ttl_s=60)}"}
 
 
+@pytest.mark.integration
 def test_a_principal_opens_at_most_its_limit_of_sessions_across_replicas() -> None:
     args = ["--max-sessions-per-principal", str(LIMIT)]
     with redis_server() as redis, running_replicas(2, *args, "--legacy-store", redis.url) as two:
@@ -102,6 +104,7 @@ def test_a_principal_opens_at_most_its_limit_of_sessions_across_replicas() -> No
             assert http.post(next(urls), json=INIT, headers=bearer("alice")).status_code == 200
 
 
+@pytest.mark.integration
 def test_a_principal_keeps_at_most_its_limit_of_tasks_across_replicas() -> None:
     args = ["--max-tasks-per-principal", str(LIMIT)]
     with redis_server() as redis, running_replicas(2, *args, "--task-store", redis.url) as two:

@@ -10,6 +10,8 @@ from mcp import Client, types
 
 from server.harness.process import ServerProcess
 
+pytestmark = pytest.mark.integration
+
 
 async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     """A user who answers whatever form they are shown."""

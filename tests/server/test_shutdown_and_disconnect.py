@@ -17,6 +17,8 @@ from tests.server.conftest import JWT_SECRET, KEY_A, LEGACY_INITIALIZE, state_ke
 from tests.server.probes import health, wait_for
 from tests.server.test_bad_input import call_body, headers
 
+pytestmark = pytest.mark.integration
+
 
 def start(*args: str) -> ServerProcess:
     env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}

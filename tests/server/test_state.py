@@ -219,6 +219,7 @@ def test_failures_are_counted_by_reason(app: Any, client: MrtrClient) -> None:
     assert 'mrtr_request_state_failures_total{reason="wrong_request"} 1.0' in client_metrics(app)
 
 
+@pytest.mark.integration
 def test_state_sealed_by_replica_a_opens_on_replica_b(replicas: Any) -> None:
     a = replicas(replica_id="a")
     b = replicas(replica_id="b")

@@ -66,6 +66,7 @@ def asked_from_the_start(done: bool, exchange: Any) -> None:
     assert "requestState" not in result  # nothing learnt yet, nothing to carry
 
 
+@pytest.mark.integration
 def test_an_expired_state_is_asked_again_from_the_first_question(replicas: Any) -> None:
     replica = replicas("--state-ttl-s", "1")
     state = state_after_two_rounds(replica.url)
@@ -82,6 +83,7 @@ def test_an_expired_state_is_asked_again_from_the_first_question(replicas: Any) 
     assert exchange.text == "Bug #7 resolved as Duplicate of Bug #4301"
 
 
+@pytest.mark.integration
 def test_a_state_sealed_with_a_retired_key_is_asked_again(replicas: Any) -> None:
     before = replicas(keys=(KEY_A,))
     after = replicas(keys=(KEY_B,))  # the rotation is over: key a is retired
@@ -91,6 +93,7 @@ def test_a_state_sealed_with_a_retired_key_is_asked_again(replicas: Any) -> None
     assert restarts(after.base_url) == {"unknown_key": 1.0}
 
 
+@pytest.mark.integration
 def test_an_expired_state_of_another_request_is_still_an_error(replicas: Any) -> None:
     replica = replicas("--state-ttl-s", "1")
     state = state_after_two_rounds(replica.url)
@@ -103,6 +106,7 @@ def test_an_expired_state_of_another_request_is_still_an_error(replicas: Any) ->
     assert restarts(replica.base_url) == {}
 
 
+@pytest.mark.integration
 def test_a_tampered_state_is_still_an_error(replicas: Any) -> None:
     replica = replicas()
     state = state_after_two_rounds(replica.url)

@@ -19,6 +19,8 @@ import redis
 from server.harness.process import ServerProcess
 from tests.server.tasks_fixtures import Wire, redis_server, running_replicas, token
 
+pytestmark = pytest.mark.integration
+
 LEGACY = "2025-11-25"
 TASK = {"name": "echo", "task": {"ttl": 60000}}
 

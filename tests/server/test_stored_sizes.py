@@ -73,6 +73,7 @@ def bob_answers_into_a_full_store(urls: list[str]) -> None:
     assert_full(refused.value, "update")
 
 
+@pytest.mark.integration
 def test_an_in_process_store_at_its_cap_says_it_is_full() -> None:
     with running_replicas(1, "--max-task-store-bytes", str(1_000_000)) as (replica,):
         bob_answers_into_a_full_store([replica.url])

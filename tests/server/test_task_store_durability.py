@@ -19,7 +19,10 @@ from tests.server.tasks_fixtures import RpcFailed, Wire, token
 
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
 
-pytestmark = pytest.mark.skipif(not RedisServer.available(), reason="needs redis-server")
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not RedisServer.available(), reason="needs redis-server"),
+]
 
 
 def start_on(url: str, *flags: str) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,8 @@ from tests.server.tasks_fixtures import (
     running_replicas,
 )
 
+pytestmark = pytest.mark.integration
+
 __all__ = ["redis_url"]  # a fixture, used below
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from server.harness.conformance import report, run_suite
 from server.harness.process import ServerProcess
+
+pytestmark = [pytest.mark.conformance, pytest.mark.integration]
 
 #: The tasks scenarios the lab's server must pass.
 REQUIRED = [

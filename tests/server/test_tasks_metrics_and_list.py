@@ -21,6 +21,8 @@ from tests.server.conftest import user_answers
 from tests.server.probes import metric
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, running_replicas, token
 
+pytestmark = pytest.mark.integration
+
 PAGE = 2
 
 

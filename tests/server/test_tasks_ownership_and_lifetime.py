@@ -17,6 +17,8 @@ from tests.server.tasks_fixtures import (
     token,
 )
 
+pytestmark = pytest.mark.integration
+
 RELATED = "io.modelcontextprotocol/related-task"
 
 

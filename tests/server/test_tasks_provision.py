@@ -15,6 +15,8 @@ import pytest
 from server.harness.process import ServerProcess
 from tests.server.tasks_fixtures import FORM, RpcFailed, Wire, running_replicas, token
 
+pytestmark = pytest.mark.integration
+
 CONFIRM_SCHEMA = {
     "type": "object",
     "properties": {"confirm": {"type": "boolean"}},

@@ -20,6 +20,8 @@ import pytest
 from server.harness.process import ServerProcess
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_url, running_replicas
 
+pytestmark = pytest.mark.integration
+
 __all__ = ["redis_url"]  # a fixture, used below
 
 

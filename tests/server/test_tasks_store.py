@@ -162,6 +162,7 @@ def test_the_background_sweep_removes_expired_tasks_from_memory() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_redis_expires_each_task_key_with_its_ttl(redis_url: str) -> None:
     async def scenario() -> None:
         store = RedisTaskStore(redis_url, timeout_s=1.0)
@@ -208,6 +209,7 @@ def test_a_redis_that_never_answers_is_an_error_within_the_timeout(silent_port: 
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_a_store_outage_reaches_the_client_as_a_json_rpc_error() -> None:
     with (
         redis_server() as redis,

@@ -39,6 +39,7 @@ def sharing_redis(redis_url: str) -> Iterator[list[ServerProcess]]:
         yield pair
 
 
+@pytest.mark.integration
 def test_a_task_whose_replica_dies_is_finished_by_another(
     sharing_redis: list[ServerProcess],
 ) -> None:

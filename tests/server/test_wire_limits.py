@@ -19,6 +19,8 @@ from server.harness.process import ServerProcess
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
 from tests.server.test_bad_input import META, VERSION
 
+pytestmark = pytest.mark.integration
+
 ENV = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
 LIST = json.dumps(
     {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}}
