@@ -22,7 +22,7 @@ WIDGETS_HTML_MANAGER_VERSION := 1.0.15
 # that runs every notebook without HAProxy, Redis or Node.
 LIGHT_VENV := $(TOOLS)/light-venv
 
-.PHONY: setup lab test lint format conformance report book swarm clean
+.PHONY: setup lab test check lint format conformance report book swarm clean
 
 setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) \
   $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION) \
@@ -93,6 +93,16 @@ test: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest --durations=15
+
+# The fast tier, for the inner loop between changes (a few minutes): lint, types and every
+# test that starts no server process, drives no browser and executes no notebook. It needs
+# only the venv; `make test` runs everything.
+FAST_TIER := not integration and not browser and not notebooks and not conformance
+check: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -m "$(FAST_TIER)" --durations=10
 
 lint: setup
 	$(BIN)/ruff check .
