@@ -23,8 +23,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from loadtest.users.call_failure import rpc_error_failure, tool_error_failure
 from loadtest.users.http_interface import RETRYABLE_STATUS, HttpReply, Post
-from loadtest.users.simulated_user import Sleep, ThinkTime, answer_for, think_for
+from loadtest.users.simulated_user import Answerer, Sleep, ThinkTime, lab_answer, think_for
 from server.client import Exchange, McpError, text_of
 from server.tools.crunch import crunch_start, crunch_units
 
@@ -92,6 +93,10 @@ class Caller:
     backoff: Backoff = field(default_factory=Backoff)
     #: The user will never answer: the call ends at its first question.
     silent: bool = False
+    #: How the user answers each question.
+    answer: Answerer = lab_answer
+    #: Whether the last round sent carried the user's answers (`inputResponses`).
+    carried_answers: bool = False
 
     def deliver(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply | None:
         """POST one message, again while no replica answers; None when none ever did."""
@@ -114,7 +119,7 @@ class Caller:
         self.record.re_prompts += len(self.answered.intersection(keys))
         self.answered.update(keys)
         self.thinking_s += think_for(self.think.draw(), self.sleep)
-        return {k: answer_for(input_requests[k], self.rng) for k in keys}
+        return {k: self.answer(k, input_requests[k], self.rng) for k in keys}
 
     def run(self, exchange: Exchange) -> bool:
         """Every MRTR round of `exchange` to its result; False when a round found no replica.
@@ -123,6 +128,7 @@ class Caller:
         """
         while True:
             headers, body = exchange.next_request()
+            self.carried_answers = bool((body.get("params") or {}).get("inputResponses"))
             reply = self.deliver(headers, body)
             if reply is None:
                 return False
@@ -161,6 +167,7 @@ def run_mrtr_flow(
     sleep: Sleep = time.sleep,
     capabilities: dict[str, Any] | None = None,
     backoff: Backoff | None = None,
+    answer: Answerer = lab_answer,
 ) -> CallRecord:
     """One MRTR tool call, all rounds, retrying a cut round on whatever replica answers.
 
@@ -170,6 +177,7 @@ def run_mrtr_flow(
     record = CallRecord(tool=tool, arch="mrtr", started=time.time())
     caller = Caller(post, record, think, rng, max_retries, sleep, backoff=backoff or Backoff())
     caller.silent = think.never_answers()
+    caller.answer = answer
     exchange = Exchange(
         "tools/call",
         {"name": tool, "arguments": arguments},
@@ -180,20 +188,28 @@ def run_mrtr_flow(
         if not caller.run(exchange):
             record.outcome, record.error = "lost", f"no replica answered {tool}"
     except McpError as error:
-        record.outcome, record.error = "failed", f"{error.code}: {error.message}"
+        failure = rpc_error_failure(error, after_answers=caller.carried_answers)
+        record.outcome, record.error = "failed", failure
     except Abandoned as silent:
         record.outcome, record.error = "abandoned", str(silent)
     record.rounds = len(exchange.rounds)
     caller.finish()
     if record.outcome == "completed":
-        check_result(record, exchange.result or {}, arguments)
+        check_result(record, exchange.result or {}, arguments, caller.carried_answers)
     return record
 
 
-def check_result(record: CallRecord, result: dict[str, Any], arguments: dict[str, Any]) -> None:
-    """Fail a completed call whose result is wrong; keep what the summary reads from it."""
+def check_result(
+    record: CallRecord,
+    result: dict[str, Any],
+    arguments: dict[str, Any],
+    after_answers: bool = False,
+) -> None:
+    """Fail a completed call whose result is wrong (in the server's words, and as an answer
+    rejected when its last round carried answers); keep what the summary reads from it."""
     if result.get("isError"):
-        record.outcome, record.error = "failed", "tool returned isError"
+        failure = tool_error_failure(result, after_answers=after_answers)
+        record.outcome, record.error = "failed", failure
         return
     structured = result.get("structuredContent") or {}
     if record.tool == "crunch":

@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from loadtest.users.call_failure import rpc_error_failure
 from loadtest.users.flows import USER_CAPABILITIES, Abandoned, Backoff, CallRecord, check_result
 from loadtest.users.http_interface import RETRYABLE_STATUS, LegacyHttp, StreamCut
-from loadtest.users.simulated_user import Sleep, ThinkTime, answer_for, think_for
+from loadtest.users.simulated_user import Answerer, Sleep, ThinkTime, lab_answer, think_for
 from server.client import SESSION_HEADER, LegacySession, McpError
 
 
@@ -72,6 +73,7 @@ def run_legacy_flow(
     max_retries: int = 8,
     sleep: Sleep = time.sleep,
     backoff: Backoff | None = None,
+    answer: Answerer = lab_answer,
 ) -> CallRecord:
     """One legacy tool call: held on an SSE stream; a cut call starts again and re-asks.
 
@@ -80,6 +82,7 @@ def run_legacy_flow(
     """
     call = _LegacyCall(http, CallRecord(tool=tool, arch=arch, started=time.time()), think, rng)
     call.silent = think.never_answers()
+    call.answerer = answer
     backoff = backoff or Backoff()
     record = call.record
     # A user without a session opens one before the call: the call's latency is its
@@ -96,7 +99,7 @@ def run_legacy_flow(
             call.drive(exchange, sleep)
             record.rounds = len(exchange.rounds)
             if record.outcome == "completed":
-                check_result(record, exchange.result or {}, arguments)
+                check_result(record, exchange.result or {}, arguments, bool(call.answered))
             break
         except SessionGone as gone:
             holder.session = None
@@ -110,7 +113,8 @@ def run_legacy_flow(
             holder.session = None  # its replica may be gone; open a new one
             record.error = str(cut)
         except McpError as error:
-            record.outcome, record.error = "failed", f"{error.code}: {error.message}"
+            failure = rpc_error_failure(error, after_answers=bool(call.answered))
+            record.outcome, record.error = "failed", failure
             break
         except Abandoned as silent:
             record.outcome, record.error = "abandoned", str(silent)
@@ -151,6 +155,8 @@ class _LegacyCall:
     thinking_s: float = 0.0
     #: The user will never answer: the stream is read, unanswered, until it ends.
     silent: bool = False
+    #: How the user answers each question.
+    answerer: Answerer = lab_answer
 
     def drive(self, exchange: Any, sleep: Sleep) -> None:
         """POST the call, answer what the stream asks, until the result (or a cut)."""
@@ -195,7 +201,7 @@ class _LegacyCall:
         self.record.re_prompts += key in self.answered
         self.answered.add(key)
         self.thinking_s += think_for(self.think.draw(), sleep)
-        headers, body = exchange.answer_request(request, answer_for(request, self.rng))
+        headers, body = exchange.answer_request(request, self.answerer(key, request, self.rng))
         reply = self.http.post(headers, body)
         if reply.status != 202:
             # No call waits for this answer any more (its replica stopped or crashed, or

@@ -15,6 +15,11 @@ from server.tools.crunch import crunch_start, crunch_units
 
 Sleep = Callable[[float], None]
 
+Answerer = Callable[[str, dict[str, Any], random.Random], dict[str, Any]]
+"""How a user answers one input request: given the question's key (an MRTR
+`inputRequests` key, or a legacy question's message), the request and the user's seeded
+random generator, the answer's result."""
+
 #: Share of users who resolve a work item as a duplicate, so that `update_work_item`
 #: asks its second question (`duplicate_of`).
 DUPLICATE_SHARE = 0.5
@@ -81,6 +86,11 @@ def answer_for(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         else:
             content[name] = f"user{rng.randint(1, 999)}"
     return {"action": "accept", "content": content}
+
+
+def lab_answer(key: str, request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """The answers the lab's own demo tools expect (`answer_for`), whatever the question's key."""
+    return answer_for(request, rng)
 
 
 def tool_cpu_ms(mean_ms: float, cv: float, kind: str, rng: random.Random) -> float:
