@@ -69,3 +69,18 @@ def nothing_left_behind() -> Iterator[None]:
     assert not left, "processes left behind: " + "; ".join(
         f"{pid} {command_of(pid)}" for pid in sorted(left)
     )
+
+
+#: Folders whose every test belongs to one tier (a marker declared in pyproject.toml).
+FOLDER_TIERS = {"browser": pytest.mark.browser}
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test of a tiered folder with its folder's tier."""
+    for item in items:
+        if not item.path.is_relative_to(TESTS):
+            continue
+        parts = item.path.relative_to(TESTS).parts
+        if len(parts) > 1 and parts[0] in FOLDER_TIERS:
+            item.add_marker(FOLDER_TIERS[parts[0]])
