@@ -22,7 +22,7 @@ PADDED_ARGUMENTS = {"get_weather": "location", "ask_capital": "country"}
 
 ARCHITECTURES = ("mrtr", "sticky", "sse-store")
 SCENARIOS = ("steady", "rolling-upgrade", "crash", "overload", "store-outage", "idle-timeout")
-#: Faults a swarm injects on demand (`loadtest.swarm.lab_control`), from its web UI or on cue.
+#: Faults a swarm injects on demand (`loadtest.labtab.control`), from its web UI or on cue.
 FAULTS = ("rolling-upgrade", "crash", "restart", "redis-outage")
 #: Which form of the task methods a task call speaks; `both` picks one per call.
 TASK_WIRES = ("seed", "extension", "both")

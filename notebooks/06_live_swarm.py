@@ -80,8 +80,9 @@ from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
-from loadtest.swarm import scenario_twin
-from loadtest.swarm.scenario_run import LOCUSTFILE, USER_CLASSES, run_scenario
+from loadtest.scenarios.run import run_scenario
+from loadtest.scenarios.twin import twin_inputs, twin_params
+from loadtest.swarm.user_classes import LOCUSTFILE, USER_CLASSES
 from loadtest.users.simulated_user import answer_for
 from server.client import Handlers, MrtrClient
 
@@ -222,7 +223,7 @@ result_tables.column(still, "still running")
 # %% [markdown]
 # ## 3. A swarm per architecture, with a rolling upgrade in the middle
 #
-# `loadtest.swarm.scenario_run.run_scenario` does the whole run: a fresh cluster, a
+# `loadtest.scenarios.run.run_scenario` does the whole run: a fresh cluster, a
 # headless Locust swarm of `USERS` users for `SWARM_S` seconds, and at `UPGRADE_AT_S`
 # the rolling upgrade (for each replica: drain in HAProxy, wait until it holds nothing or
 # `DRAIN_TIMEOUT_S` passes, stop, start version 2 with rotated keys, back in rotation).
@@ -387,9 +388,7 @@ plt.show()
 
 # %%
 base = config["mrtr"]
-twin = {
-    arch: scenario_twin.twin_inputs(config[arch], summaries.get(arch)) for arch in ARCHITECTURES
-}
+twin = {arch: twin_inputs(config[arch], summaries.get(arch)) for arch in ARCHITECTURES}
 inputs = pd.DataFrame(
     {
         arch: {
@@ -411,14 +410,14 @@ claim(
 inputs.rename(index=result_tables.label).round(3)
 
 # %% [markdown]
-# `loadtest.swarm.scenario_twin` turns each architecture's configuration and run into
+# `loadtest.scenarios.twin` turns each architecture's configuration and run into
 # labsim's parameters: the same replicas, think time, drain timeout and upgrade time, the
 # swarm's tools in the swarm's mix (labsim's model of each demo tool asks what the server
 # asks), and each user's calls in one session, as the live users keep their session
 # cookie.
 
 # %%
-sim_params = {arch: scenario_twin.twin_params(config[arch], twin[arch]) for arch in ARCHITECTURES}
+sim_params = {arch: twin_params(config[arch], twin[arch]) for arch in ARCHITECTURES}
 predicted_runs = {
     arch: study.replicate(params, arch, replications=SIMULATED_RUNS, seed=SEED, processes=1)
     for arch, params in sim_params.items()

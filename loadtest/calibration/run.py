@@ -17,7 +17,7 @@ from loadtest.harness.cluster import Cluster
 from loadtest.probes.replica_cpu import CpuMeter, CpuStretch
 from loadtest.probes.service_spread import RunStateSampler
 from loadtest.probes.waiting_calls import WaitingSampler
-from loadtest.swarm.scenario_run import run_scenario
+from loadtest.scenarios.run import run_scenario
 
 #: CPU a `quote` call spends per round, ms: enough that one Locust process can offer 85%
 #: of a replica's CPU (the server's own work per round is about 0.2 ms, Locust's per call more).

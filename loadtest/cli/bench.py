@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from loadtest.cli.options import add_json_option, command_options, write_json
-from loadtest.swarm.attacks import ATTACKS
+from loadtest.soak.attacks import ATTACKS
 
 
 def add_commands(commands: Any) -> None:
@@ -168,7 +168,7 @@ def run_bench(args: argparse.Namespace) -> int:
 def run_soak(args: argparse.Namespace) -> int:
     if args.attack:
         return _run_attack_soak(args)
-    from loadtest.swarm.soak import print_soak, run_soak
+    from loadtest.soak.run import print_soak, run_soak
 
     report = run_soak(
         idle=args.idle,
@@ -183,7 +183,7 @@ def run_soak(args: argparse.Namespace) -> int:
 
 
 def _run_attack_soak(args: argparse.Namespace) -> int:
-    from loadtest.swarm.soak import print_attack_soak, run_attack_soak
+    from loadtest.soak.run import print_attack_soak, run_attack_soak
 
     attacks = list(ATTACKS) if "all" in args.attack else list(dict.fromkeys(args.attack))
     sizes = {name: args.attack_sockets for name in attacks} if args.attack_sockets else None

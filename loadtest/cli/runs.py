@@ -162,8 +162,8 @@ def run_cluster(args: argparse.Namespace) -> int:
 
 
 def run_scenario(args: argparse.Namespace) -> int:
-    from loadtest.swarm.scenario_run import run_scenario
-    from loadtest.swarm.summary_table import print_table
+    from loadtest.scenarios.run import run_scenario
+    from loadtest.scenarios.summary_table import print_table
 
     summary = run_scenario(config_from(args), html_path=html_beside(args.json))
     write_json(summary, args.json)
@@ -172,8 +172,8 @@ def run_scenario(args: argparse.Namespace) -> int:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from loadtest.swarm.scenario_run import run_scenario
-    from loadtest.swarm.summary_table import print_table
+    from loadtest.scenarios.run import run_scenario
+    from loadtest.scenarios.summary_table import print_table
 
     summaries = [
         run_scenario(config_from(args, arch=arch), html_path=html_beside(args.json, arch))
@@ -186,8 +186,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_swarm(args: argparse.Namespace) -> int:
     # Imported here: loadtest.swarm.runner loads Locust, which patches this process with gevent.
+    from loadtest.scenarios.summary_table import print_table
     from loadtest.swarm.runner import run_swarm, run_workers
-    from loadtest.swarm.summary_table import print_table
 
     config = config_from(args)
     if args.join:

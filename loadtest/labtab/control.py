@@ -1,7 +1,7 @@
 """The lab's control of a running swarm: what each replica is doing, and faults on demand.
 
 `ClusterControl` reads every replica of the swarm's own cluster (`/healthz`, `/metrics`,
-HAProxy's view) and injects the faults of `loadtest.swarm.scenario_run` when asked: a rolling
+HAProxy's view) and injects the faults of `loadtest.scenarios.run` when asked: a rolling
 upgrade (`loadtest.harness.upgrade`), a crash, a restart, a store outage. One fault runs at a time,
 in the background, and the cluster's event log is the timeline.
 
@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadtest.config import FAULTS
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.upgrade import rolling_upgrade
-from loadtest.swarm.lab_series import Load
+from loadtest.labtab.series import Load
 from loadtest.swarm.locust_stats import NO_REPLICA, REPLICA_COUNTS
 
 

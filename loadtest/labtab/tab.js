@@ -1,4 +1,4 @@
-// The Lab tab's panel (see loadtest/swarm/lab_tab.py): fault buttons, the Lab chart with
+// The Lab tab's panel (see loadtest/labtab/tab.py): fault buttons, the Lab chart with
 // each fault's span drawn over the swarm's traffic, and the failures explained.
 // Locust's UI is a React app that only renders tables in extra tabs, so the panel lives
 // outside React's tree, placed under the Lab table while the Lab tab is open. Times are

@@ -10,9 +10,9 @@ through the `extended_stats` of the UI's own `/stats/requests` poll:
     Lab timeline   every fault and cluster event in words, at its time on the clock
                    Locust's charts use (the browser's)
 
-A script (`lab_tab.js`) adds, under the Lab tab, the fault buttons, the Lab chart (the
+A script (`tab.js`) adds, under the Lab tab, the fault buttons, the Lab chart (the
 swarm's requests, failures and held calls per second on that clock, each fault's span
-drawn over them: `loadtest.swarm.lab_series`) and the failures explained. The same
+drawn over them: `loadtest.labtab.series`) and the failures explained. The same
 explanations follow each error in Locust's own Failures tab. Routes:
 
     GET  /lab/replicas             JSON list, each with `id`, `version`, `held`, `in_flight`
@@ -34,9 +34,8 @@ from typing import Any, Protocol
 
 from flask import Blueprint, Response, jsonify, request
 
-from loadtest.swarm.event_log import clock, fault_spans, in_words
-from loadtest.swarm.lab_control import FaultRefused
-from loadtest.swarm.lab_series import (
+from loadtest.labtab.control import FaultRefused
+from loadtest.labtab.series import (
     LabSeries,
     Load,
     Totals,
@@ -44,8 +43,9 @@ from loadtest.swarm.lab_series import (
     locust_totals,
     sample_forever,
 )
+from loadtest.swarm.event_log import clock, fault_spans, in_words
 
-SCRIPT = Path(__file__).with_name("lab_tab.js")
+SCRIPT = Path(__file__).with_name("tab.js")
 #: The cookie in which the page tells the server its clock's offset from UTC, in minutes.
 UTC_OFFSET_COOKIE = "lab_utc_offset_min"
 REPLICA_COLUMNS = [
@@ -63,7 +63,7 @@ TIMELINE_COLUMNS = [("clock", "Time"), ("said", "What happened")]
 
 
 class Control(Protocol):
-    """What the tab needs from the lab's control (`loadtest.swarm.lab_control`)."""
+    """What the tab needs from the lab's control (`loadtest.labtab.control`)."""
 
     @property
     def events(self) -> list[dict[str, Any]]: ...

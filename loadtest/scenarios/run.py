@@ -32,12 +32,10 @@ from typing import Any
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
 from loadtest.harness.upgrade import rolling_upgrade
+from loadtest.scenarios.summary import read_calls, summarize
 from loadtest.swarm.locust_stats import REPLICAS_FILE_ENV, read_per_replica
-from loadtest.swarm.summary import read_calls, summarize
+from loadtest.swarm.user_classes import LOCUSTFILE, USER_CLASSES
 from server.harness.process import pinned
-
-LOCUSTFILE = Path(__file__).with_name("locustfile.py")
-USER_CLASSES = {"mrtr": "MrtrUser", "sticky": "StickyUser", "sse-store": "SseStoreUser"}
 
 
 def locust_command(

@@ -1,6 +1,6 @@
 """The simulated twin of a live scenario run: labsim's parameters for what a swarm did.
 
-A live run (`loadtest.swarm.scenario_run.run_scenario`) and a simulation can be put side by side
+A live run (`loadtest.scenarios.run.run_scenario`) and a simulation can be put side by side
 only if the simulation gets the same workload: the replicas, the think time, the demo
 tools in the same mix, the users' sessions, the fault and its timing. Two figures it
 cannot know in advance are calibrated from the run, and named as such: the server time

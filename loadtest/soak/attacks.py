@@ -1,5 +1,5 @@
 """Attacks on a cluster's availability, each bounded in seconds and sockets: what the soak
-runs beside its legitimate users (`loadtest.swarm.soak`).
+runs beside its legitimate users (`loadtest.soak.run`).
 
     slow-bodies      sockets that send whole headers and `Content-Length: 100`, then one
                      byte of body; each reopened as soon as it is closed
@@ -13,7 +13,7 @@ runs beside its legitimate users (`loadtest.swarm.soak`).
 Each is an attack on availability as a caller would make it, from outside: raw sockets or the
 reference clients, and the tools' caps read from `tools/list`. The attacker is
 anonymous, as an attacker's would be. An attack runs in a process of its own
-(`AttackProcess`, `python -m loadtest.swarm.attacks`), so that its sockets and threads
+(`AttackProcess`, `python -m loadtest.soak.attacks`), so that its sockets and threads
 take nothing from the legitimate users' process, whose latencies are the measurement.
 """
 
@@ -305,7 +305,7 @@ def run_attack(attack: str, host: str, port: int, seconds: float, sockets: int) 
 
 
 class AttackProcess(ChildProcess):
-    """One attack running in a process of its own (`python -m loadtest.swarm.attacks`);
+    """One attack running in a process of its own (`python -m loadtest.soak.attacks`);
     `join` returns its report."""
 
     def __init__(self, attack: str, host: str, port: int, *, seconds: float, sockets: int) -> None:
@@ -329,7 +329,7 @@ class AttackProcess(ChildProcess):
 
 
 def main(argv: list[str]) -> None:
-    """python -m loadtest.swarm.attacks ATTACK HOST PORT SECONDS SOCKETS: its report as JSON."""
+    """python -m loadtest.soak.attacks ATTACK HOST PORT SECONDS SOCKETS: its report as JSON."""
     attack, host, port, seconds, sockets = argv
     report = run_attack(attack, host, int(port), float(seconds), int(sockets))
     print(json.dumps(report.as_dict()))

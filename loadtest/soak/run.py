@@ -11,7 +11,7 @@ memory that takes, stop there.
 
 Under attack (`run_attack_soak`): a cluster (two replicas behind HAProxy, a Redis task
 store), legitimate users each with a principal of their own running whole MRTR calls
-through HAProxy, first quiet, then beside each attack of `loadtest.swarm.attacks` in
+through HAProxy, first quiet, then beside each attack of `loadtest.soak.attacks` in
 turn (bounded in seconds and sockets). Each phase reports the calls served and failed,
 their p50 and p95, the p95 against the quiet phase's, and how often HAProxy marked a
 replica down; side by side.
@@ -40,7 +40,7 @@ import httpx
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.held_per_principal import hoard
-from loadtest.swarm.attacks import DEFAULT_SOCKETS, AttackProcess
+from loadtest.soak.attacks import DEFAULT_SOCKETS, AttackProcess
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess, raise_file_limit
 

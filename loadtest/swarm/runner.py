@@ -2,7 +2,7 @@
 
 The Locust master runs in this process, as a library, beside the cluster it drives: its
 web UI can then show each replica and inject faults into the very cluster under load
-(`loadtest.swarm.lab_tab`). The users run in `--workers` local worker processes (Locust's own
+(`loadtest.labtab.tab`). The users run in `--workers` local worker processes (Locust's own
 distributed mode), in workers joining from other machines, or, with no worker, in this
 process. Each finished call travels to the master as a Locust message
 (`loadtest.swarm.call_relay`), so the summary counts every call of every worker.
@@ -42,9 +42,10 @@ from locust.stats import stats_history
 
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
-from loadtest.swarm import lab_tab
+from loadtest.labtab import tab
+from loadtest.labtab.control import ClusterControl, FaultRefused, TargetControl
+from loadtest.scenarios.summary import summarize
 from loadtest.swarm.call_relay import LOCAL_WORKER, CallCollector
-from loadtest.swarm.lab_control import ClusterControl, FaultRefused, TargetControl
 from loadtest.swarm.locust_stats import (
     REPLICA_COUNTS,
     await_worker_reports,
@@ -52,8 +53,7 @@ from loadtest.swarm.locust_stats import (
     write_html_report,
 )
 from loadtest.swarm.plan import LOCUST_MASTER_PORT, SwarmPlan
-from loadtest.swarm.scenario_run import LOCUSTFILE, USER_CLASSES
-from loadtest.swarm.summary import summarize
+from loadtest.swarm.user_classes import LOCUSTFILE, USER_CLASSES
 
 
 def _say(line: str) -> None:
@@ -226,7 +226,7 @@ def _environment(config: LoadTestConfig, url: str, headless: bool) -> Environmen
 def _web_ui(swarm: _Swarm, port: int, stack: contextlib.ExitStack) -> Any:
     """Locust's web UI with the lab's tab, not yet serving; stopped when the swarm ends."""
     web_ui = swarm.env.create_web_ui("127.0.0.1", port, delayed_start=True)
-    lab_tab.install(web_ui, swarm.control)
+    tab.install(web_ui, swarm.control)
     stack.callback(web_ui.stop)
     return web_ui
 

@@ -23,7 +23,7 @@ from typing import Any
 from loadtest.config import LoadTestError
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.replica_load import ReplicaSampler
-from loadtest.swarm.scenario_run import run_scenario
+from loadtest.scenarios.run import run_scenario
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
     LiveCase,

@@ -11,8 +11,8 @@ import pytest
 
 from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
-from loadtest.swarm.attacks import ATTACKS
-from loadtest.swarm.soak import print_attack_soak, run_attack_soak
+from loadtest.soak.attacks import ATTACKS
+from loadtest.soak.run import print_attack_soak, run_attack_soak
 
 #: Small enough for seconds: the full sizes are the soak command's.
 SHORT_SIZES = {"slow-bodies": 100, "abandoned-waits": 200, "cpu-heavy": 4, "oversized": 2}

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from loadtest.config import LoadTestConfig
+from loadtest.labtab.control import ClusterControl, FaultRefused, shares
 from loadtest.swarm.call_relay import CallCollector
-from loadtest.swarm.lab_control import ClusterControl, FaultRefused, shares
 
 
 def fake_cluster(up: list[str], down: list[str], redis: bool = False) -> Any:

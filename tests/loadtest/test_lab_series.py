@@ -3,10 +3,10 @@ and why, in words."""
 
 from __future__ import annotations
 
+from loadtest.labtab.series import REPORT_LAG_S, LabSeries, Load, Totals, error_text
+from loadtest.labtab.tab import explain_errors
 from loadtest.swarm.event_log import fault_spans
 from loadtest.swarm.failure_reasons import UNEXPLAINED, explain, reason
-from loadtest.swarm.lab_series import REPORT_LAG_S, LabSeries, Load, Totals, error_text
-from loadtest.swarm.lab_tab import explain_errors
 from loadtest.swarm.locust_stats import ANSWER_POST, ROUND_1, SESSION, SSE_CALL, TASK_POLL
 
 ANSWERS = (ANSWER_POST, "JSON-RPC -32600")

@@ -17,6 +17,7 @@ import pytest
 
 from loadtest.config import LoadTestConfig
 from loadtest.harness.haproxy import HAProxy
+from loadtest.scenarios.run import run_scenario
 from loadtest.swarm.locust_stats import (
     ANSWER_POST,
     ANSWER_RETRY,
@@ -33,7 +34,6 @@ from loadtest.swarm.locust_stats import (
     per_replica,
     round_kind,
 )
-from loadtest.swarm.scenario_run import run_scenario
 from server.harness.process import free_port
 
 needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")

@@ -8,7 +8,7 @@ import pytest
 
 from labsim import study
 from loadtest.config import LoadTestConfig
-from loadtest.swarm.scenario_twin import (
+from loadtest.scenarios.twin import (
     UNMEASURED_ROUND_S,
     simulated_tool_mix,
     think_stops_per_call,

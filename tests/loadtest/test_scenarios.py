@@ -17,7 +17,7 @@ import pytest
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import HAProxy
-from loadtest.swarm.scenario_run import crash_victim, run_scenario
+from loadtest.scenarios.run import crash_victim, run_scenario
 from loadtest.users.flows import run_mrtr_flow
 from loadtest.users.http_interface import httpx_post
 from loadtest.users.simulated_user import ThinkTime

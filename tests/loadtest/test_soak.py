@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadtest.swarm.soak import run_soak
+from loadtest.soak.run import run_soak
 
 
 def test_calls_are_served_beside_idle_sockets() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from loadtest.config import LoadTestConfig
+from loadtest.scenarios.summary import summarize
+from loadtest.scenarios.summary_table import print_table
 from loadtest.swarm.failure_reasons import reason
-from loadtest.swarm.summary import summarize
-from loadtest.swarm.summary_table import print_table
 
 STARTED = 1000.0
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from loadtest.harness.haproxy import HAProxy
-from loadtest.swarm.lab_control import requests_served
+from loadtest.labtab.control import requests_served
 from server.harness.process import ServerProcess, free_port
 
 needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
@@ -207,13 +207,11 @@ def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str)
 def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
     from flask import Flask
 
-    from loadtest.swarm import lab_tab
-    from loadtest.swarm.lab_control import TargetControl
+    from loadtest.labtab import tab
+    from loadtest.labtab.control import TargetControl
 
     web_ui = SimpleNamespace(app=Flask("lab"), template_args={})
-    lab_tab.install(
-        web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"), sample_every_s=None
-    )
+    tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"), sample_every_s=None)
     client = web_ui.app.test_client()
     for fault in ("rolling-upgrade", "crash", "restart"):
         refused = client.post(f"/lab/faults/{fault}")

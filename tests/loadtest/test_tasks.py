@@ -18,8 +18,8 @@ from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.harness.cluster import Cluster, task_tools
 from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
-from loadtest.swarm.scenario_run import run_scenario
-from loadtest.swarm.summary import task_totals
+from loadtest.scenarios.run import run_scenario
+from loadtest.scenarios.summary import task_totals
 from loadtest.users.http_interface import HttpReply, httpx_post
 from loadtest.users.simulated_user import ThinkTime
 from loadtest.users.task_flow import WIRES, run_task_flow
