@@ -61,8 +61,11 @@ MEASURED_FIELDS: dict[str, type] = {
 }
 #: Keys of the file that say where the figures came from, kept and not read as parameters.
 PROVENANCE = ("command", "measured_at", "target", "details", "remeasured")
+#: Figures per tool, keyed by the tool's own name, then by protocol era (rounds per call,
+#: CPU per round with its spread and kind, bytes per round): kept for what reads a tool's.
+PER_TOOL = "tools"
 #: Every key of the file.
-SECTIONS = ("values", "round_cpu", "replica", *PROVENANCE)
+SECTIONS = ("values", "round_cpu", "replica", PER_TOOL, *PROVENANCE)
 ROUND_FIELDS = ("mean_s", "cv", "kind")
 REPLICA_FIELDS = ("base_memory_bytes", "base_memory_bytes_by_architecture")
 
@@ -79,6 +82,8 @@ class Measurement:
     base_memory_bytes: int | None = None
     base_memory_by_architecture: dict[str, int] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    #: Each tool's figures by era, as `measure --target` writes them (`PER_TOOL`).
+    tools: dict[str, Any] = field(default_factory=dict)
 
     def overrides(
         self, params: SimParams | None = None, architecture: str | None = None
@@ -149,6 +154,7 @@ def parse(payload: dict[str, Any], source: str = "parameter file") -> Measuremen
             for arch, v in by_architecture.items()
         },
         details=dict(payload.get("details") or {}),
+        tools=dict(payload.get(PER_TOOL) or {}),
     )
 
 

@@ -1,11 +1,13 @@
 """One tool of any MCP server measured for the simulation:
-`python -m loadtest measure --target URL --tool NAME --arguments JSON`.
+`python -m loadtest measure --target URL --tool NAME [--era E] [--workload F]`.
 
-For each protocol era the server speaks (2026-07-28 MRTR, 2025-11-25 legacy SSE), one
-client calls the tool again and again, one call at a time, answering every question at
-once (each form field filled from its schema, `loadtest.users.simulated_user.answer_for`),
-and times each round: an MRTR round is one POST; a legacy round runs from the POST that
-starts the call, or carries an answer, to the next message on the call's stream. Between
+For each protocol era asked for (`--era`: 2026-07-28 MRTR, 2025-11-25 legacy SSE, or
+both the server speaks), one client calls the tool again and again, one call at a time,
+with arguments drawn from the tool's `inputSchema` or a workload file (or fixed), and
+answers every question at once as the target's users do (`loadtest.target.answers`: each
+form valid under its own schema), and times each round: an MRTR round is one POST; a
+legacy round runs from the POST that starts the call, or carries an answer, to the next
+message on the call's stream. Between
 the calls' stretches it times the cheapest request the era has (`server/discover`,
 `ping`): the time on the wire and in the client.
 
@@ -22,7 +24,11 @@ What it can tell, it writes as a parameter file (`labsim/measured.json`'s format
   question, the memory one held call adds.
 - `replica.base_memory_bytes`: the server's resident memory, warmed up and idle, where it
   can be seen.
+- `tools`: the tool's own figures under its own name, era by era: rounds per call, the
+  CPU of a round (mean, spread, kind) and bytes per round.
 
+An era whose calls all fail is said (`details.failed_eras`, with the server's words) and
+the other era's figures are kept; only when every era fails is nothing written.
 Whatever it cannot see it leaves out; labsim keeps its own value and says so.
 """
 
@@ -37,12 +43,19 @@ from typing import Any
 import httpx
 
 from loadtest.calibration.round_fit import RoundFit, from_outside, from_samples
-from loadtest.calibration.tool_timing import Pacer, call_tool, speaks, time_floor
+from loadtest.calibration.tool_timing import Pacer, call_tool, time_floor
 from loadtest.probes.held_memory import HeldTool, measure_held_calls, rss_bytes
 from loadtest.probes.replica_cpu import children, process_cpu
+from loadtest.target import Target, TargetError
+from loadtest.users.simulated_user import Answerer, lab_answer
 from server.client import McpError
+from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 
-ERAS = ("mrtr", "legacy")
+#: The lab's name of each protocol era (as the parameter file's details key them).
+ERA_NAMES = {MODERN_VERSION: "mrtr", LEGACY_VERSION: "legacy"}
+ERAS = tuple(ERA_NAMES.values())
+#: One call's arguments, drawn again for each call.
+Arguments = Callable[[], dict[str, Any]]
 #: The fewest held calls whose memory growth is read as one call's: fewer fit in memory
 #: the warm-up's calls left free (25 calls of the lab's grew it by 1 KiB each, 200 by 25).
 MIN_HELD_CALLS = 50
@@ -77,21 +90,24 @@ def measure_era(
     url: str,
     era: str,
     tool: str,
-    arguments: dict[str, Any],
+    arguments: Arguments,
     *,
     token: str | None,
     pid: int | None,
     calls: int,
     requests_per_s: float,
     progress: Progress,
+    answer: Answerer = lab_answer,
 ) -> dict[str, Any]:
     """One era: its floor, the tool's rounds (and each round's CPU, with `pid`), the fit."""
     progress(f"{era}: warm-up, then {calls} calls of {tool} one at a time")
     pacer = Pacer(requests_per_s)
-    call_tool(url, era, [(tool, arguments)] * max(5, calls // 10), token, pacer)
+    warm_up = [(tool, arguments()) for _ in range(max(5, calls // 10))]
+    call_tool(url, era, warm_up, token, pacer, answer=answer)
     floor = time_floor(url, era, token, calls, pacer)
     cpu = process_cpu(pid) if pid is not None else None
-    timings = call_tool(url, era, [(tool, arguments)] * calls, token, pacer, cpu)
+    timed = [(tool, arguments()) for _ in range(calls)]
+    timings = call_tool(url, era, timed, token, pacer, cpu, answer=answer)
     if not timings.rounds_s or timings.failed == timings.calls:
         raise ValueError(
             f"{era}: no call of {tool} completed: {', '.join(sorted(set(timings.errors))[:3])}"
@@ -129,11 +145,12 @@ def _spread_ms(values_s: list[float]) -> dict[str, float]:
 
 
 def measure_target(
-    url: str,
+    target: Target,
     tool: str,
-    arguments: dict[str, Any],
+    arguments: Arguments,
     *,
-    tokens: tuple[str | None, ...] = (None,),
+    era: str = "both",
+    answer: Answerer = lab_answer,
     pid: int | None = None,
     calls: int = 200,
     held_calls: int = 100,
@@ -141,29 +158,36 @@ def measure_target(
     command: str = "",
     progress: Progress = print,
 ) -> dict[str, Any]:
-    """Measure `tool` of the MCP server at `url` (as the first of `tokens`' principal;
-    held calls go round them all); the parameter file."""
-    token = tokens[0] if tokens else None
-    eras = [era for era in ERAS if speaks(url, era, token)]
-    if not eras:
-        raise ValueError(
-            f"{url} answers neither 2026-07-28 (server/discover) nor 2025-11-25 (ping)"
-        )
-    measured = {
-        era: measure_era(
-            url,
-            era,
-            tool,
-            arguments,
-            token=token,
-            pid=pid,
-            calls=calls,
-            requests_per_s=requests_per_s,
-            progress=progress,
-        )
-        for era in eras
-    }
-    main = measured[eras[0]]
+    """Measure `tool` of `target` in the eras `era` names (as its first user; held calls
+    go round every user's token); the parameter file. An era that fails is said and the
+    other's figures kept; a `TargetError` when none could be measured."""
+    target.tool(tool)
+    versions = target.eras_for(era)
+    token = target.auth.token
+    measured: dict[str, dict[str, Any]] = {}
+    failed: dict[str, str] = {}
+    for version in versions:
+        try:
+            measured[version] = measure_era(
+                target.url,
+                ERA_NAMES[version],
+                tool,
+                arguments,
+                token=token,
+                pid=pid,
+                calls=calls,
+                requests_per_s=requests_per_s,
+                progress=progress,
+                answer=answer,
+            )
+        except (ValueError, McpError, httpx.HTTPError) as error:
+            failed[version] = str(error)
+            progress(f"{version}: not measured: {error}")
+    if not measured:
+        said = "; ".join(f"{version}: {reason}" for version, reason in failed.items())
+        raise TargetError(f"{tool} could not be measured in any era: {said}")
+    first = next(iter(measured))
+    main = measured[first]
     fit: RoundFit = main["round"]
     floor = main["floor_latency_ms"]
     values: dict[str, Any] = {
@@ -172,30 +196,55 @@ def measure_target(
         "network_rtt_s": float(f"{floor['mean'] / 1e3:.3g}"),
         "network_rtt_cv": round(floor["std"] / floor["mean"], 3) if floor["mean"] else 0.0,
     }
-    memory = Memory(url, pid, token)
+    memory = Memory(target.url, pid, token)
+    sample = arguments()
     document: dict[str, Any] = {
         "command": command,
         "measured_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "target": url,
+        "target": target.url,
         "values": values,
         "round_cpu": fit.as_round_cpu(),
+        "tools": {tool: {version: tool_figures(found) for version, found in measured.items()}},
         "details": {
             "tool": tool,
-            **_arguments_record(arguments),
-            "eras": {era: _plain(found) for era, found in measured.items()},
-            "round_cpu_era": eras[0],
+            **_arguments_record(sample),
+            "eras": {ERA_NAMES[v]: _plain(found) for v, found in measured.items()},
+            "failed_eras": failed,
+            "round_cpu_era": ERA_NAMES[first],
             "round_cpu_source": main["round_cpu_source"],
         },
     }
     base = memory.read()
     if base is not None:
         document["replica"] = {"base_memory_bytes": base}
-    if "legacy" in eras and base is not None and measured["legacy"]["rounds_per_call"] > 1:
-        held = hold_calls(url, tool, arguments, tokens, pid, memory, held_calls, progress)
+    legacy = measured.get(LEGACY_VERSION)
+    if legacy is not None and base is not None and legacy["rounds_per_call"] > 1:
+        held = hold_calls(
+            target.url, tool, sample, target.auth.tokens, pid, memory, held_calls, progress
+        )
         document["details"]["held_calls"] = held
         if "rss_bytes_per_call" in held:
             values["held_call_bytes"] = round(held["rss_bytes_per_call"])
     return document
+
+
+def tool_figures(found: dict[str, Any]) -> dict[str, Any]:
+    """One tool's figures in one era, as the parameter file keeps them under its name:
+    rounds per call, a round's CPU (mean in ms, spread, kind) and bytes per round."""
+    fit: RoundFit = found["round"]
+    round_cpu = fit.as_round_cpu()
+    return {
+        "rounds_per_call": round(found["rounds_per_call"], 3),
+        "round_cpu": {
+            "mean_ms": float(f"{fit.mean_s * 1e3:.3g}"),
+            "cv": round_cpu["cv"],
+            "kind": round_cpu["kind"],
+        },
+        "request_bytes_per_round": round(found["request_bytes"]),
+        "response_bytes_per_round": round(found["response_bytes"]),
+        "calls": found["calls"],
+        "failed": found["failed"],
+    }
 
 
 #: Arguments longer than this (bytes of JSON) are recorded by their size alone.

@@ -2,8 +2,8 @@
 
 An MRTR round is one POST. A legacy round runs from the POST that starts the call, or
 carries an answer, to the next message for the client on the call's stream (a question or
-the result; a notification is not the end of a round). Every question is answered at once
-(`loadtest.users.simulated_user.answer_for` fills a form from its schema). The floor
+the result; a notification is not the end of a round). Every question is answered at once,
+as the caller's `Answerer` answers it (a target's users, `loadtest.target`). The floor
 request is the era's cheapest (`server/discover`, `ping`): the time on the wire and in
 the client. A `Pacer` keeps the client under a server's rate limit per principal.
 """
@@ -23,8 +23,8 @@ import orjson
 from loadtest.users.flows import run_mrtr_flow
 from loadtest.users.http_interface import HttpReply, HttpxLegacy, Post, StreamReply
 from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
-from loadtest.users.simulated_user import ThinkTime
-from server.client import LegacyClient, McpError, MrtrClient
+from loadtest.users.simulated_user import Answerer, ThinkTime, lab_answer
+from server.client import LegacyClient, MrtrClient, reply_message
 from server.protocol.jsonrpc import json_object
 
 
@@ -156,25 +156,11 @@ def _timed_post(
         return HttpReply(
             response.status_code,
             response.headers.get("x-served-by"),
-            json_object(response.content),
+            reply_message(response.headers.get("content-type", ""), response.content),
             {k.lower(): v for k, v in response.headers.items()},
         )
 
     return timed
-
-
-def speaks(url: str, era: str, token: str | None) -> bool:
-    """Whether the server at `url` answers the era's opening request."""
-    try:
-        if era == "mrtr":
-            with MrtrClient(url, token=token) as client:
-                client.discover()
-        else:
-            with LegacyClient(url, token=token) as legacy:
-                legacy.ping()
-    except (McpError, httpx.HTTPError, ValueError, KeyError):
-        return False
-    return True
 
 
 def time_floor(url: str, era: str, token: str | None, count: int, pacer: Pacer) -> list[float]:
@@ -201,9 +187,10 @@ def call_tool(
     token: str | None,
     pacer: Pacer,
     cpu: Callable[[], float] | None = None,
+    answer: Answerer = lab_answer,
 ) -> Timings:
     """Each (tool, arguments) of `calls`, one call at a time, every round timed (and its
-    CPU read with `cpu`, the server's CPU seconds)."""
+    CPU read with `cpu`, the server's CPU seconds), every question answered by `answer`."""
     timings = Timings(cpu=cpu)
     auth = {"Authorization": f"Bearer {token}"} if token else {}
     rng = random.Random(0)
@@ -215,11 +202,13 @@ def call_tool(
         timings.start()
         for tool, arguments in calls:
             if era == "mrtr":
-                record = run_mrtr_flow(post, tool, arguments, think=think, rng=rng, max_retries=0)
+                record = run_mrtr_flow(
+                    post, tool, arguments, think=think, rng=rng, max_retries=0, answer=answer
+                )
             else:
                 record = run_legacy_flow(
                     legacy, holder, tool, arguments, arch="legacy", think=think, rng=rng,
-                    max_retries=0,
+                    max_retries=0, answer=answer,
                 )  # fmt: skip
             timings.calls += 1
             if record.outcome != "completed":

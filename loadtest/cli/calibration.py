@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import shlex
 import sys
 from pathlib import Path
@@ -79,7 +80,9 @@ def _add_measure(commands: Any) -> None:
         help="measure the simulation's inputs on live replicas, or one tool of any MCP server",
         description="Without --target: the lab's own replicas (every architecture), as "
         "labsim/measured.json holds them. With --target URL --tool NAME: one tool of any MCP "
-        "server, in each protocol era it speaks: the service time of a round (mean, spread, "
+        "server, in each protocol era it speaks (or the one --era names), with arguments "
+        "drawn from the tool's inputSchema or a --workload file and every question answered "
+        "validly from its own schema: the service time of a round (mean, spread, "
         "the kind that fits), bytes per round and, where its memory can be seen (--pid, or "
         "its /metrics), its idle memory and what a held legacy call adds. The output is a "
         "parameter file for labsim plan --params.",
@@ -98,9 +101,31 @@ def _add_measure(commands: Any) -> None:
     options.add_argument(
         "--arguments",
         metavar="JSON",
-        default="{}",
+        default=None,
         help="with --target: the tool's arguments, a JSON object, or @FILE to read it from "
-        "a file (arguments too large for a command line) (default: %(default)s)",
+        "a file (arguments too large for a command line) (default: drawn from the tool's "
+        "inputSchema, call after call)",
+    )
+    options.add_argument(
+        "--era",
+        choices=("2026-07-28", "2025-11-25", "both"),
+        default="both",
+        help="with --target: the protocol era to measure; both: each the server speaks, "
+        "one's figures kept when the other fails (default: %(default)s)",
+    )
+    options.add_argument(
+        "--workload",
+        metavar="FILE",
+        default=None,
+        help="with --target: a workload file (TOML): per tool, its arguments (fixed, a list "
+        'cycled, {sample = [...]}, {generate = "schema"}), its answers by question or by '
+        "field, shares of decline and cancel; sampling and roots answers (default: none)",
+    )
+    options.add_argument(
+        "--tokens-file",
+        metavar="FILE",
+        default=None,
+        help="with --target: bearer tokens, one a line, one per simulated user (default: none)",
     )
     options.add_argument(
         "--token",
@@ -199,28 +224,35 @@ def run_measure(args: argparse.Namespace) -> int:
 
 def _measure_target(args: argparse.Namespace) -> int:
     from loadtest.calibration.target import measure_target
+    from loadtest.target import (
+        Auth,
+        TargetError,
+        ToolArguments,
+        ToolWorkload,
+        answers_for,
+        check_workload,
+        discover,
+        read_workload,
+    )
 
     if not args.tool:
         raise LoadTestError("measure --target needs --tool NAME")
-    text = args.arguments
-    if text.startswith("@"):
-        try:
-            text = Path(text[1:]).read_text()
-        except OSError as error:
-            raise LoadTestError(f"--arguments {args.arguments}: {error.strerror}") from None
-    try:
-        arguments = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise LoadTestError(f"--arguments is not JSON: {error}") from None
-    if not isinstance(arguments, dict):
-        raise LoadTestError("--arguments must be a JSON object")
+    fixed = _arguments(args.arguments) if args.arguments is not None else None
     command = "python -m loadtest " + shlex.join(sys.argv[1:]) if sys.argv[1:] else ""
     try:
+        workload = read_workload(args.workload) if args.workload else None
+        target = discover(args.target, Auth.from_options(args.token, args.tokens_file))
+        tool = target.tool(args.tool)
+        if workload is not None:
+            check_workload(workload, target)
+        table = workload.for_tool(args.tool) if workload is not None else ToolWorkload()
+        drawn = ToolArguments(tool, table, random.Random(0))
         document = measure_target(
-            args.target,
+            target,
             args.tool,
-            arguments,
-            tokens=tuple(args.token or [None]),
+            (lambda: dict(fixed)) if fixed is not None else drawn.next,
+            era=args.era,
+            answer=answers_for(args.tool, workload),
             pid=args.pid,
             calls=args.calls,
             held_calls=args.held_calls,
@@ -228,8 +260,24 @@ def _measure_target(args: argparse.Namespace) -> int:
             command=command,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
         )
-    except ValueError as error:
+    except (TargetError, ValueError) as error:
         raise LoadTestError(str(error)) from None
     write_json(document, args.json)
-    print(json.dumps({k: document[k] for k in ("values", "round_cpu")}, indent=2))
+    print(json.dumps({k: document[k] for k in ("values", "round_cpu", "tools")}, indent=2))
     return 0
+
+
+def _arguments(text: str) -> dict[str, Any]:
+    """`--arguments`: a JSON object, or @FILE holding one."""
+    if text.startswith("@"):
+        try:
+            text = Path(text[1:]).read_text()
+        except OSError as error:
+            raise LoadTestError(f"--arguments {text}: {error.strerror}") from None
+    try:
+        arguments = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise LoadTestError(f"--arguments is not JSON: {error}") from None
+    if not isinstance(arguments, dict):
+        raise LoadTestError("--arguments must be a JSON object")
+    return arguments

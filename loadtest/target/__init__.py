@@ -6,6 +6,7 @@ from loadtest.target.answers import TargetAnswers, answers_for
 from loadtest.target.endpoint import Auth, Target, TargetError, TargetTool, discover
 from loadtest.target.workload import (
     ToolArguments,
+    ToolWorkload,
     Workload,
     check_workload,
     read_workload,
@@ -18,6 +19,7 @@ __all__ = [
     "TargetError",
     "TargetTool",
     "ToolArguments",
+    "ToolWorkload",
     "Workload",
     "answers_for",
     "check_workload",

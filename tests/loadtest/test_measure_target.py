@@ -89,7 +89,7 @@ def test_measure_target_refuses_what_it_cannot_measure(server: ServerProcess) ->
     for extra, said in (
         ([], "--tool"),
         (["--tool", "quote", "--arguments", "[1]"], "JSON object"),
-        (["--tool", "nope"], "no call of nope completed"),
+        (["--tool", "nope"], "lists no tool 'nope'; it lists: "),
     ):
         run = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and said in run.stderr, run.stderr[-1000:]
