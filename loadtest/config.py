@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from server.flags import setting
+from server.flags import named_values, setting
 
 #: The text argument of each demo tool that `--argument-bytes` pads.
 PADDED_ARGUMENTS = {"get_weather": "location", "ask_capital": "country"}
@@ -39,8 +39,7 @@ class LoadTestError(ValueError):
 def tool_mix_of(spec: str) -> dict[str, float]:
     """The tool mix `name=weight,name=weight` says (a bare name weighs 1)."""
     mix = {}
-    for item in spec.split(","):
-        name, _, weight = item.strip().partition("=")
+    for name, weight in named_values(spec).items():
         try:
             mix[name] = float(weight) if weight else 1.0
         except ValueError:

@@ -125,10 +125,11 @@ class ServerConfig(AccessConfig):
         metavar="memory|redis://HOST:PORT/DB",
     )
     # Five minutes is an assumption: about as long as a person takes to fill in a form.
-    legacy_answer_timeout_s: float = setting(
+    answer_timeout_s: float = setting(
         300.0,
         help="how long a held legacy call waits for each answer before it ends with an error",
         metavar="S",
+        aliases=("--legacy-answer-timeout-s",),
     )
     # Well under the 60 s idle timeout of common load balancers (AWS ALB default).
     legacy_keepalive_interval_s: float = setting(
@@ -300,7 +301,7 @@ class ServerConfig(AccessConfig):
             "task_result_wait_s",
             "task_lease_s",
             "task_list_page_size",
-            "legacy_answer_timeout_s",
+            "answer_timeout_s",
             "legacy_keepalive_interval_s",
             "legacy_session_ttl_s",
             "legacy_store_timeout_s",

@@ -10,12 +10,13 @@ from typing import Any, NoReturn
 from labsim.model import measured
 from labsim.model.checks import ParameterError, number_or_text
 from labsim.model.demand import (
-    SERVICE_TIME_KINDS,
     ServiceTime,
     WorkloadParams,
     split_round,
     stated_round,
 )
+from labsim.study.plan_request import STATED_ROUND, PlanRequest
+from server.flags import add_flags
 
 PARAMS_HELP = (
     "parameter file written by `python -m loadtest measure` (default: labsim/measured.json, "
@@ -89,25 +90,9 @@ def set_pairs(pairs: Sequence[str]) -> dict[str, Any]:
 
 def add_round_options(parser: argparse.ArgumentParser) -> None:
     """`--round-cpu-ms`, `--round-cpu-cv`, `--round-cpu-kind`: the server's whole work per
-    round (request overhead and tool) as a distribution the user states."""
-    parser.add_argument(
-        "--round-cpu-ms",
-        type=float,
-        metavar="MS",
-        help="the server's whole work per round, mean in ms (request overhead and tool); "
-        "default: the scenario's",
-    )
-    parser.add_argument(
-        "--round-cpu-cv",
-        type=float,
-        metavar="CV",
-        help="its spread (std / mean); default: the lab's measured round's",
-    )
-    parser.add_argument(
-        "--round-cpu-kind",
-        choices=SERVICE_TIME_KINDS,
-        help="its distribution; default: the lab's measured round's",
-    )
+    round (request overhead and tool) as a distribution the user states, declared once with
+    the plan's request (`PlanRequest`)."""
+    add_flags(parser, PlanRequest, only=STATED_ROUND)
 
 
 def round_overrides(args: argparse.Namespace, changes: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ import math
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,8 @@ from labsim.model import measured
 from labsim.study.capacity import plan
 from labsim.study.plan_inputs import plan_inputs
 from labsim.study.plan_report import document, inputs, inputs_text, notes, table
-from labsim.study.plan_request import PlanRequest, parse_tool_mix, tool_mix_text
+from labsim.study.plan_request import PlanRequest
+from server.flags import add_flags, flags_of, setting_of, values_from_flags
 
 #: Options of `plan` that set no field of the request, and what each does instead.
 COMMAND_ONLY = {
@@ -39,12 +39,6 @@ COMMAND_ONLY = {
     "plot": "also draw each constraint's use of its limit at N and N-1 here (PNG, SVG, PDF)",
     "params": PARAMS_HELP,
     "set": SET_HELP,
-}
-
-#: Flags that set several fields at once: how their text becomes the fields' values, and
-#: how the fields' defaults are written as that text.
-_SHARED_FLAGS: dict[str, tuple[Callable[[str], dict[str, Any]], Callable[..., str]]] = {
-    "--tool-mix": (parse_tool_mix, tool_mix_text),
 }
 
 
@@ -66,47 +60,26 @@ class _Stated(argparse.Action):
 def request_flags() -> dict[str, tuple[str, ...]]:
     """Each flag of `plan` that sets the request, and the `PlanRequest` fields it sets."""
     flags: dict[str, tuple[str, ...]] = {}
-    for field in dataclasses.fields(PlanRequest):
-        flag = field.metadata["flag"] or "--" + field.name.replace("_", "-")
-        flags[flag] = (*flags.get(flag, ()), field.name)
+    for name, flag in flags_of(PlanRequest).items():
+        flags[flag] = (*flags.get(flag, ()), name)
     return flags
 
 
 def add_to(commands: argparse._SubParsersAction) -> None:
     """The `plan` command: a flag per request field, then the command's own options."""
     planning = add_command(commands, "plan", "right-size each architecture, with its bill")
-    defaults = PlanRequest()
-    fields = {field.name: field for field in dataclasses.fields(PlanRequest)}
+    add_flags(planning, PlanRequest, action=_Stated)
     measured_round = plan_inputs().measured_round
     from_file = {
         "round_cpu_ms": f"{measured_round.mean_s * 1e3:.4g}",
         "round_cpu_cv": f"{measured_round.cv:g}",
         "round_cpu_kind": measured_round.kind,
     }
-    for flag, names in request_flags().items():
-        dest = flag.removeprefix("--").replace("-", "_")
-        field = fields[names[0]]
-        if len(names) > 1:
-            # A flag of several fields has its own way from text to values (a KeyError here
-            # is a new shared flag without one).
-            _, as_text = _SHARED_FLAGS[flag]
-            default_text = as_text(*(getattr(defaults, name) for name in names))
-            planning.add_argument(
-                flag, dest=dest, default=default_text, help=field.metadata["help"], action=_Stated
-            )
-            continue
-        help_text = field.metadata["help"]
-        if names[0] in from_file:
-            help_text += f" (default: the parameter file's round; the lab's: {from_file[names[0]]})"
-        planning.add_argument(
-            flag,
-            dest=dest,
-            type=field.metadata["kind"],
-            choices=field.metadata["choices"],
-            default=getattr(defaults, names[0]),
-            help=help_text,
-            action=_Stated,
-        )
+    fields = {field.name: setting_of(field) for field in dataclasses.fields(PlanRequest)}
+    for action in planning._actions:
+        if action.dest in from_file:
+            shown = f"the parameter file's round; the lab's: {from_file[action.dest]}"
+            action.help = f"{fields[action.dest].help.partition('; none:')[0]} (default: {shown})"
     planning.add_argument("--params", metavar="FILE", help=COMMAND_ONLY["params"])
     planning.add_argument(
         "--set", action="append", default=[], metavar="PATH=VALUE", help=COMMAND_ONLY["set"]
@@ -119,15 +92,7 @@ def add_to(commands: argparse._SubParsersAction) -> None:
 
 def request_from(args: argparse.Namespace) -> PlanRequest:
     """The architect's question as the `plan` flags put it."""
-    values: dict[str, Any] = {}
-    for flag, names in request_flags().items():
-        given = getattr(args, flag.removeprefix("--").replace("-", "_"))
-        if len(names) == 1:
-            values[names[0]] = given
-        else:
-            parse, _ = _SHARED_FLAGS[flag]
-            values.update(parse(given))
-    return PlanRequest(**values)
+    return PlanRequest(**values_from_flags(PlanRequest, args))
 
 
 def stated_fields(args: argparse.Namespace) -> set[str]:

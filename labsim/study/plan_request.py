@@ -10,49 +10,41 @@ parameter file measured; a field left at None takes it from there.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from labsim.model.checks import ParameterError, number_or_text
-from labsim.model.demand import SERVICE_TIME_KINDS, ServiceTime, WorkloadParams, stated_round
+from labsim.model.demand import (
+    SERVICE_TIME_KINDS,
+    ClientParams,
+    ServiceTime,
+    WorkloadParams,
+    stated_round,
+)
+from labsim.model.deployment import ClusterParams
 from labsim.model.params import SimParams
 from labsim.model.workload import MAX_CALLS_PER_RUN
+from server.flags import flags_of, named_values, setting
 
 #: The most replicas a plan may walk to, and the most runs it may make of one size: past
 #: these a plan is no longer a question for one machine.
 MAX_FLEET = 4096
 MAX_RUNS_PER_SIZE = 100
-
-
-def setting(
-    default: Any,
-    help: str,
-    flag: str | None = None,
-    *,
-    kind: type | None = None,
-    choices: tuple[str, ...] | None = None,
-) -> Any:
-    """A request field: its default, what it means (the flag's help), and, where they are
-    not the field's own, the flag of `labsim plan` that sets it, its type and its choices."""
-    metadata: dict[str, Any] = {"help": help, "flag": flag or ""}
-    metadata.update({"kind": kind or type(default), "choices": choices})
-    return dataclasses.field(default=default, metadata=metadata)
+#: The fields of the round a user states (`--round-cpu-*`), which `labsim compare` takes too.
+STATED_ROUND = ("round_cpu_ms", "round_cpu_cv", "round_cpu_kind")
 
 
 def flag_of(name: str) -> str:
     """The `labsim plan` flag that sets request field `name`."""
-    field = next(f for f in dataclasses.fields(PlanRequest) if f.name == name)
-    return str(field.metadata["flag"] or "--" + name.replace("_", "-"))
+    return flags_of(PlanRequest)[name]
 
 
 def parse_tool_mix(text: str) -> dict[str, tuple[Any, ...]]:
     """`NAME=SHARE,...` as the `tools` and `tool_mix` fields (a share that is no number
     stays text, and the request refuses it)."""
     mix: dict[str, Any] = {}
-    for pair in text.split(","):
-        name, _, share = pair.partition("=")
-        mix[name.strip()] = number_or_text(share.strip())
+    for name, share in named_values(text).items():
+        mix[name] = number_or_text(share)
     return {"tools": tuple(mix), "tool_mix": tuple(mix.values())}
 
 
@@ -65,63 +57,88 @@ def tool_mix_text(tools: tuple[str, ...], tool_mix: tuple[float, ...]) -> str:
 class PlanRequest:
     """The architect's question: a workload, an SLO and the shape of one replica."""
 
-    rate_per_s: float = setting(20.0, "tool calls arriving per second (Poisson)", "--rate")
-    think_median_s: float = setting(10.0, "median time a user takes over one question (s)")
+    rate_per_s: float = setting(
+        20.0, help="tool calls arriving per second (Poisson)", flag="--rate", metavar="PER_S"
+    )
+    think_median_s: float = setting(
+        WorkloadParams.think_median_s, help="median time a user takes over one question (s)"
+    )
     slo_p95_ms: float = setting(
         250.0,
-        "SLO: p95 server latency of a call (think time excluded) over every call whose "
+        help="SLO: p95 server latency of a call (think time excluded) over every call whose "
         "user answers; a failed or lost call counts as a miss",
     )
-    # AWS Fargate sells 4 to 16 GB with 2 vCPU; 4 is the least.
-    memory_gb_per_replica: float = setting(4.0, "memory of one replica (GB, as Fargate sells it)")
-    # The server's --max-connections (its own default is 2,048).
+    memory_gb_per_replica: float = setting(
+        ClusterParams.memory_gb_per_replica, help="memory of one replica (GB, as Fargate sells it)"
+    )
     connection_limit: int = setting(
-        1024,
-        "the server's --max-connections: connections a replica keeps open at once (idle "
+        ClusterParams.connection_limit,
+        help="the server's --max-connections: connections a replica keeps open at once (idle "
         "keep-alives, held streams and health checks count); beyond, 503",
     )
-    # As WorkloadParams: a lognormal, p95 about 12x the median.
-    think_sigma: float = setting(1.5, "lognormal shape of the think time")
+    think_sigma: float = setting(
+        WorkloadParams.think_sigma, help="lognormal shape of the think time"
+    )
     tools: tuple[str, ...] = setting(
-        WorkloadParams.tools, "NAME=SHARE,... of the simulated tools", "--tool-mix"
+        WorkloadParams.tools,
+        help="NAME=SHARE,... of the simulated tools",
+        flag="--tool-mix",
+        parse=parse_tool_mix,
+        format=tool_mix_text,
     )
     tool_mix: tuple[float, ...] = setting(
-        WorkloadParams.tool_mix, "the share of calls to each tool", "--tool-mix"
+        WorkloadParams.tool_mix,
+        help="the share of calls to each tool",
+        flag="--tool-mix",
+        parse=parse_tool_mix,
+        format=tool_mix_text,
     )
-    # As WorkloadParams: the seed's users may never answer.
     never_answer_fraction: float = setting(
-        0.05, "share of users who never answer", "--never-answer"
+        WorkloadParams.never_answer_fraction,
+        help="share of users who never answer",
+        flag="--never-answer",
     )
     slo_completed_share: float = setting(
-        0.999, "SLO: share of the calls whose user answers that complete", "--slo-completed"
+        0.999,
+        help="SLO: share of the calls whose user answers that complete",
+        flag="--slo-completed",
     )
-    # AWS Fargate task size 2 vCPU, one worker each.
     vcpus_per_replica: float = setting(
-        2.0, "vCPUs per replica, one worker each (0.25 or 0.5: one worker on that share)", "--vcpus"
+        ClusterParams.vcpus_per_replica,
+        help="vCPUs per replica, one worker each (0.25 or 0.5: one worker on that share)",
+        flag="--vcpus",
     )
     # Assumption: a usual target-tracking target.
-    target_cpu_utilization: float = setting(0.7, "CPU utilisation to plan for", "--target-cpu")
+    target_cpu_utilization: float = setting(
+        0.7, help="CPU utilisation to plan for", flag="--target-cpu"
+    )
     round_cpu_ms: float | None = setting(
         None,
-        "server work per round (ms): a request's whole time on a replica's worker, parsing, "
-        "tool and answer",
-        kind=float,
+        help="server work per round (ms): a request's whole time on a replica's worker, "
+        "parsing, tool and answer; none: the parameter file's round",
+        metavar="MS",
     )
     round_cpu_cv: float | None = setting(
-        None, "spread of the server work per round (std / mean)", kind=float
+        None,
+        help="spread of the server work per round (std / mean); none: the parameter file's",
+        metavar="CV",
     )
     round_cpu_kind: str | None = setting(
-        None, "distribution of the server work per round", kind=str, choices=SERVICE_TIME_KINDS
+        None,
+        help="distribution of the server work per round; none: the parameter file's",
+        choices=SERVICE_TIME_KINDS,
     )
-    # As ClientParams: the server's legacy answer timeout.
-    answer_timeout_s: float = setting(300.0, "a question unanswered this long drops the call (s)")
-    replications: int = setting(3, "seeded runs per fleet size, at first")
+    answer_timeout_s: float = setting(
+        ClientParams.answer_timeout_s,
+        help="a question unanswered this long drops the call (s)",
+    )
+    replications: int = setting(3, help="seeded runs per fleet size, at first")
     max_replications: int = setting(
-        12, "most runs per fleet size, added while a confidence interval straddles the SLO"
+        12, help="most runs per fleet size, added while a confidence interval straddles the SLO"
     )
-    measure_s: float = setting(300.0, "simulated seconds measured after the warm-up")
-    seed: int = setting(0, "seed the replications derive from")
-    max_replicas: int = setting(512, "largest fleet the plan walks to")
+    measure_s: float = setting(300.0, help="simulated seconds measured after the warm-up")
+    seed: int = setting(0, help="seed the replications derive from")
+    max_replicas: int = setting(512, help="largest fleet the plan walks to")
 
     def __post_init__(self) -> None:
         positive = ("rate_per_s", "think_median_s", "slo_p95_ms", "measure_s", "answer_timeout_s")

@@ -36,8 +36,11 @@ import httpx
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
 from loadtest.harness.redis_server import RedisServer
+from server.config import ServerConfig
+from server.flags import to_argv
 from server.harness.principals import user_headers
 from server.harness.process import ServerProcess, free_port
+from server.keys import parse_state_keys
 from server.tools.demo import demo_catalog
 
 #: Where a run hands its simulated users in other processes (Locust's) the cluster's
@@ -196,51 +199,52 @@ class Cluster:
     # -- replicas ----------------------------------------------------------------------
 
     def _replica(self, name: str, port: int, tool_version: int, keys: str) -> ServerProcess:
-        args = ["--tool-version", str(tool_version), *self._replica_settings()]
-        args += self.extra_server_args
-        if self.config.arch == "sticky":
-            args += ["--legacy-store", "memory"]
-        elif self.config.arch == "sse-store":
-            assert self.redis is not None
-            args += ["--legacy-store", self.redis.url]
-        if self.task_tools:
-            assert self.redis is not None
-            args += [
-                "--task-store",
-                self.redis.url,
-                # Without the append-only file the store is volatile on purpose (fsync off).
-                *(["--task-store-volatile"] if not self.redis.persistent else []),
-                "--task-lease-s",
-                str(self.config.task_lease_s),
-            ]
-        if self.config.scenario == "idle-timeout":
-            # Keep-alive comments off: nothing crosses a held stream while the user thinks.
-            args += ["--legacy-keepalive-s", "3600"]
-        if self.config.scenario == "overload" and self.config.arch == "mrtr":
-            args += ["--shed-in-flight", str(self.config.shed_in_flight)]
+        config = self.replica_config(name, tool_version, keys)
         env = {**os.environ, "MRTR_STATE_KEYS": keys, "MRTR_JWT_SECRET": self.jwt_secret}
         return ServerProcess(
             port=port,
             replica_id=name,
-            args=args,
+            args=self.replica_argv(config),
             env=env,
             log_path=self.workdir / f"{name}.log",
             cpus=self.server_cpus,
         )
 
-    def _replica_settings(self) -> list[str]:
-        """The replicas' flags the run's configuration sets: the answer timeout, and where
-        given the connection limit and the CPU workers."""
+    def replica_config(self, name: str, tool_version: int, keys: str) -> ServerConfig:
+        """How replica `name` behaves: the server's defaults, with what the run's
+        configuration and the architecture set (its stores, the answer timeout, its limits)."""
         config = self.config
-        args = ["--legacy-answer-timeout-s", repr(config.answer_timeout_s)]
-        for flag, value in (
-            ("--max-connections", config.max_connections),
-            ("--cpu-workers", config.cpu_workers),
-            ("--cpu-inline-max-ms", config.cpu_inline_max_ms),
-        ):
-            if value is not None:
-                args += [flag, repr(value)]
-        return args
+        settings: dict[str, Any] = {"answer_timeout_s": config.answer_timeout_s}
+        for name_of_setting in ("max_connections", "cpu_workers", "cpu_inline_max_ms"):
+            if getattr(config, name_of_setting) is not None:
+                settings[name_of_setting] = getattr(config, name_of_setting)
+        if config.arch == "sse-store":
+            assert self.redis is not None
+            settings["legacy_store"] = self.redis.url
+        if self.task_tools:
+            assert self.redis is not None
+            settings["task_store"] = self.redis.url
+            # Without the append-only file the store is volatile on purpose (fsync off).
+            settings["task_store_volatile"] = not self.redis.persistent
+            settings["task_lease_s"] = config.task_lease_s
+        if config.scenario == "idle-timeout":
+            # Keep-alive comments off: nothing crosses a held stream while the user thinks.
+            settings["legacy_keepalive_interval_s"] = 3600.0
+        if config.scenario == "overload" and config.arch == "mrtr":
+            settings["shed_in_flight_threshold"] = config.shed_in_flight
+        return ServerConfig(
+            replica_id=name,
+            tool_version=tool_version,
+            state_keys=parse_state_keys(keys),
+            jwt_secret=self.jwt_secret,
+            **settings,
+        )
+
+    def replica_argv(self, config: ServerConfig) -> list[str]:
+        """The flags of `python -m server` that make a replica of `config` (its id, port and
+        address are the process's own; its keys and secret go by the environment), then
+        any the cluster was given on top."""
+        return [*to_argv(config, skip=("replica_id",)), *self.extra_server_args]
 
     def replace(self, name: str, *, tool_version: int, rotated_keys: bool) -> None:
         """Stop a replica and start its successor on the same port (it must be drained first)."""

@@ -68,7 +68,7 @@ class LegacyEra:
             config.legacy_store,
             replica_id=config.replica_id,
             session_ttl_s=config.legacy_session_ttl_s,
-            answer_timeout_s=config.legacy_answer_timeout_s,
+            answer_timeout_s=config.answer_timeout_s,
             timeout_s=config.legacy_store_timeout_s,
         )
         # The same catalog methods as 2026-07-28, run through an SSE attempt instead.
@@ -86,7 +86,7 @@ class LegacyEra:
             self.store,
             self.metrics,
             max_rounds=config.max_rounds,
-            answer_timeout_s=config.legacy_answer_timeout_s,
+            answer_timeout_s=config.answer_timeout_s,
         )
         self.sessions = Sessions(
             self.store,

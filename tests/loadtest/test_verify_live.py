@@ -42,12 +42,18 @@ def make_plan(path: Path, *words: str) -> Path:
 
 def test_the_replicas_take_the_runs_connection_limit_and_cpu_settings() -> None:
     config = LoadTestConfig(max_connections=7, cpu_workers=3, cpu_inline_max_ms=0.0)
-    args = Cluster(config)._replica_settings()
+    cluster = Cluster(config)
+    replica = cluster.replica_config("r1", 1, cluster.keys.before_rotation())
+    assert (replica.max_connections, replica.cpu_workers, replica.cpu_inline_max_ms) == (7, 3, 0)
+    assert replica.answer_timeout_s == config.answer_timeout_s
+    args = cluster.replica_argv(replica)
     pairs = dict(zip(args[::2], args[1::2], strict=True))
     assert pairs["--max-connections"] == "7" and pairs["--cpu-workers"] == "3"
-    assert pairs["--cpu-inline-max-ms"] == "0.0"
-    assert pairs["--legacy-answer-timeout-s"] == repr(config.answer_timeout_s)
-    assert "--max-connections" not in Cluster(LoadTestConfig())._replica_settings()
+    assert pairs["--answer-timeout-s"] == "30"
+    plain = Cluster(LoadTestConfig())
+    assert "--max-connections" not in plain.replica_argv(
+        plain.replica_config("r1", 1, plain.keys.before_rotation())
+    )
 
 
 def test_open_loop_arrivals_keep_coming_when_the_replica_cannot_keep_up(tmp_path: Path) -> None:

@@ -59,8 +59,12 @@ def _keys_and_secret(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    """The parser's options by destination, without --help."""
-    return {action.dest: action for action in parser._actions if action.dest != "help"}
+    """The parser's options by destination, without --help and the hidden older names."""
+    return {
+        action.dest: action
+        for action in parser._actions
+        if action.dest != "help" and action.help != argparse.SUPPRESS
+    }
 
 
 def _config(argv: list[str]) -> ServerConfig:
@@ -97,6 +101,11 @@ def test_each_flag_is_the_one_its_field_names() -> None:
 def test_the_flags_users_type_are_still_accepted() -> None:
     accepted = {flag for action in serve_parser()._actions for flag in action.option_strings}
     assert accepted >= FLAGS_USERS_TYPE
+
+
+def test_an_older_flag_name_still_sets_its_field_and_is_not_shown() -> None:
+    assert _config(["--legacy-answer-timeout-s", "12"]).answer_timeout_s == 12.0
+    assert "--legacy-answer-timeout-s" not in serve_parser().format_help()
 
 
 def test_every_option_has_help_that_shows_its_default() -> None:

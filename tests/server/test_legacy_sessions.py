@@ -212,8 +212,8 @@ def test_healthz_counts_the_sessions_that_live_only_on_this_replica(http: TestCl
 def test_a_legacy_store_that_is_neither_memory_nor_redis_is_refused() -> None:
     with pytest.raises(ConfigError, match="legacy_store"):
         make_config(legacy_store="postgres://db")
-    with pytest.raises(ConfigError, match="legacy_answer_timeout_s"):
-        make_config(legacy_answer_timeout_s=0)
+    with pytest.raises(ConfigError, match="answer_timeout_s"):
+        make_config(answer_timeout_s=0)
     out = subprocess.run(
         [sys.executable, "-m", "server", "--legacy-store", "etcd://x"],
         capture_output=True,

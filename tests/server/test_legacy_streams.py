@@ -168,7 +168,7 @@ def open_held_call(
 
 
 def test_an_unanswered_call_times_out_ends_its_stream_and_frees_its_memory() -> None:
-    with live_replica(legacy_answer_timeout_s=0.5) as base, httpx.Client(timeout=10) as http:
+    with live_replica(answer_timeout_s=0.5) as base, httpx.Client(timeout=10) as http:
         client = LegacyClient(f"{base}/mcp", http=http, handlers=user_answers())
         client.initialize()
         exchange, (stream, lines) = open_held_call(client, http, {"location": "Oslo"})
