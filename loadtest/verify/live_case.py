@@ -20,6 +20,7 @@ replicas carrying more than one fewer of the plan's would, which the output says
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import dataclass, field
 
 from labsim.model.demand import WorkloadParams
@@ -27,6 +28,7 @@ from labsim.model.tools import TOOLS
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.plan_file import Answer, Plan, RoundWork
+from server.flags import to_argv
 
 #: The lab's demo tool that plays a plan's tool of each number of rounds, when the
 #: plan's rounds carry work of their own.
@@ -220,31 +222,7 @@ def live_config(plan: Plan, case: LiveCase, replicas: int, duration_s: float) ->
     )
 
 
-def _number(value: float) -> str:
-    """A number as short as it can be written and read back the same."""
-    short = f"{value:g}"
-    return short if float(short) == value else repr(value)
-
-
 def scenario_command(config: LoadTestConfig) -> str:
-    """The `python -m loadtest scenario steady` command that runs `config` by hand."""
-    n = _number
-    mix = ",".join(f"{tool}={n(share)}" for tool, share in config.tool_mix.items())
-    parts = [
-        f"python -m loadtest scenario steady --arch {config.arch} --replicas {config.replicas}",
-        f"--rate {n(config.rate_per_s)} --duration {n(config.duration_s)}",
-        f"--think-time {n(config.think_time_median_s)} --think-sigma {n(config.think_time_sigma)}",
-        f"--never-answer {n(config.never_answer_share)}",
-        f"--answer-timeout {n(config.answer_timeout_s)}",
-        f"--tools {mix} --tool-cpu-ms {n(config.tool_cpu_ms)}",
-        f"--tool-cpu-cv {n(config.tool_cpu_cv)} --tool-cpu-kind {config.tool_cpu_kind}",
-        f"--max-connections {config.max_connections}",
-        *([f"--argument-bytes {config.argument_bytes}"] if config.argument_bytes else []),
-        f"--max-retries {config.max_retries} --retry-backoff {n(config.retry_backoff_s)}",
-        f"--retry-backoff-max {n(config.retry_backoff_max_s)}",
-    ]
-    if config.cpu_workers is not None:
-        parts.append(f"--cpu-workers {config.cpu_workers}")
-    if config.cpu_inline_max_ms is not None:
-        parts.append(f"--cpu-inline-max-ms {n(config.cpu_inline_max_ms)}")
-    return " ".join(parts)
+    """The `python -m loadtest scenario steady` command that runs `config` by hand: a flag
+    for each setting that is not the load test's default (`server.flags.to_argv`)."""
+    return "python -m loadtest scenario steady " + shlex.join(to_argv(config, skip=("scenario",)))
