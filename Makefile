@@ -122,7 +122,7 @@ conformance: setup
 # Every notebook executed top to bottom, as HTML in the git-ignored build/ folder, for
 # people who only want to read.
 report: setup
-	$(BIN)/python notebooks/execution.py --out build notebooks/[0-9][0-9]_*.ipynb
+	$(BIN)/python -m lessons.execution --out build notebooks/[0-9][0-9]_*.ipynb
 
 # The notebooks and the docs as one static site that reads without a network: each
 # notebook executed once (QUICK=1), then the student edition (no answers) and the

@@ -34,12 +34,11 @@ from book.sources import (
     page_text,
     write_sources,
 )
+from lessons.answers import SHOW
+from lessons.execution import SlicedPollClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-sys.path.insert(0, str(NOTEBOOKS_DIR))
-from answers import SHOW  # noqa: E402  (the notebooks' own module: the button's label)
-from execution import SlicedPollClient  # noqa: E402  (the notebooks' own runner)
 
 #: A bound on one cell in quick mode: its slowest cell takes seconds.
 CELL_TIMEOUT_S = 300

@@ -68,20 +68,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import live_figures
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import result_tables
-import traffic
-from answers import hidden_answer
-from claims import claim
-from lab_deployment import LabDeployment, new_state_key
 from mcp import Client, types
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from labsim import StoreParams
+from lessons import live_figures, result_tables, traffic
+from lessons.answers import hidden_answer
+from lessons.claims import claim
+from lessons.lab_deployment import LabDeployment, new_state_key
 from server.client import Handlers, LegacyClient, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess
 from server.mrtr.state import Origin, StateSealer, arguments_digest

@@ -60,9 +60,6 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import result_tables
-from answers import hidden_answer
-from claims import claim
 from IPython.display import display
 
 import labsim
@@ -72,6 +69,9 @@ from labsim.model.tools import questions_per_call
 from labsim.study import plots
 from labsim.study.experiments import one_run_each
 from labsim.study.plots import Panel
+from lessons import result_tables
+from lessons.answers import hidden_answer
+from lessons.claims import claim
 
 # %% [markdown]
 # ## 1. The three architectures as sequence diagrams

@@ -53,15 +53,9 @@ SEED = 3
 # %%
 import logging
 
-import live_figures
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import result_tables
-import traffic
-from answers import hidden_answer
-from claims import claim
-from lab_deployment import LabDeployment, new_state_key
 from scipy import stats
 
 import labsim
@@ -69,6 +63,10 @@ from labsim import study
 from labsim.study import plots
 from labsim.study.experiments import one_run_each
 from labsim.study.plots import Panel
+from lessons import live_figures, result_tables, traffic
+from lessons.answers import hidden_answer
+from lessons.claims import claim
+from lessons.lab_deployment import LabDeployment, new_state_key
 from loadtest.harness.cluster import KeyRing
 from server.client import Handlers, McpError, MrtrClient, accept
 

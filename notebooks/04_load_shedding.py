@@ -55,20 +55,19 @@ SEED = 11
 # %%
 import time
 
-import live_figures
 import matplotlib.pyplot as plt
 import pandas as pd
-import result_tables
-from answers import hidden_answer
-from claims import claim
 from IPython.display import display
-from lab_deployment import LabDeployment
 
 import labsim
 from labsim import study
 from labsim.model.tools import requests_per_call
 from labsim.study import plots
 from labsim.study.plots import Panel
+from lessons import live_figures, result_tables
+from lessons.answers import hidden_answer
+from lessons.claims import claim
+from lessons.lab_deployment import LabDeployment
 from server.client import MrtrClient
 from server.tools.crunch import crunch_start, crunch_units
 

@@ -57,9 +57,6 @@ BILLED_CALLS_PER_S_PER_REPLICA = 2.0
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import result_tables
-from answers import hidden_answer
-from claims import claim
 from IPython.display import display
 from scipy import stats
 
@@ -69,6 +66,9 @@ from labsim.model.cost import SECONDS_PER_HOUR, Usage, bill
 from labsim.study import plots
 from labsim.study.experiments import one_run_each
 from labsim.study.plots import Panel
+from lessons import result_tables
+from lessons.answers import hidden_answer
+from lessons.claims import claim
 
 # %% [markdown]
 # ## 1. Three failures, side by side

@@ -69,13 +69,12 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import result_tables
-import swarm_figures
-from answers import hidden_answer
-from claims import claim
-from recordings import live_or_recorded
 
 from labsim import study
+from lessons import result_tables, swarm_figures
+from lessons.answers import hidden_answer
+from lessons.claims import claim
+from lessons.recordings import live_or_recorded
 from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import HAProxy

@@ -77,22 +77,20 @@ import logging
 import re
 import time
 
-import live_figures
 import matplotlib.pyplot as plt
 import pandas as pd
-import result_tables
-import traffic
-from answers import hidden_answer
-from claims import claim
 from IPython.display import display
-from lab_deployment import LabDeployment
-from recordings import live_or_recorded
 from starlette.testclient import TestClient
 
 import labsim
 from labsim import study
 from labsim.study import plots
 from labsim.study.persistent_sweep import advantage, share_sweep
+from lessons import live_figures, result_tables, traffic
+from lessons.answers import hidden_answer
+from lessons.claims import claim
+from lessons.lab_deployment import LabDeployment
+from lessons.recordings import live_or_recorded
 from loadtest.harness.redis_server import RedisServer
 from server.client import EXTENSION, SEED, Handlers, MrtrClient
 from server.config import ServerConfig

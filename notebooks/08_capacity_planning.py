@@ -71,10 +71,6 @@ import shlex
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import recordings
-import result_tables
-from answers import hidden_answer
-from claims import claim
 from IPython.display import display
 from matplotlib.ticker import MaxNLocator
 from scipy import stats
@@ -87,6 +83,9 @@ from labsim.study import plots
 from labsim.study.capacity import first_guess, plan, simulated
 from labsim.study.plan_report import document, table
 from labsim.study.plan_request import PlanRequest
+from lessons import recordings, result_tables
+from lessons.answers import hidden_answer
+from lessons.claims import claim
 from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
 from loadtest.verify.check import verify_plan

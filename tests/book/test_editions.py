@@ -4,8 +4,6 @@ answers, the teacher's with each answer (code, explanation, output) in the cell 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -19,11 +17,8 @@ from book.editions import (
     solution_texts,
     widget_models,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "notebooks"))
-from answers import SHOW  # noqa: E402  (the notebooks' own module)
-from execution import SlicedPollClient  # noqa: E402
+from lessons.answers import SHOW
+from lessons.execution import SlicedPollClient
 
 LESSON = "print('the lesson shows this line to everyone')"
 SLIDER = "import ipywidgets\ndisplay(ipywidgets.IntSlider(value=3, description='replicas'))"
@@ -38,10 +33,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     notebook.cells = [
-        nbformat.v4.new_code_cell(
-            f"import sys\nsys.path.insert(0, {str(ROOT / 'notebooks')!r})\n"
-            "from answers import hidden_answer\n" + LESSON
-        ),
+        nbformat.v4.new_code_cell("from lessons.answers import hidden_answer\n" + LESSON),
         nbformat.v4.new_code_cell(SLIDER),
         nbformat.v4.new_markdown_cell("**Exercise 1.** How many calls were asked again?"),
         nbformat.v4.new_code_cell(SOLUTION, metadata={"tags": ["solution"]}),

@@ -9,7 +9,6 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,13 +20,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
+from lessons.answers import HIDE as HIDE
+from lessons.answers import SHOW as SHOW
 from tests.browser.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = ROOT / "notebooks"
-sys.path.insert(0, str(NOTEBOOKS_DIR))
-from answers import HIDE as HIDE  # noqa: E402  (the notebooks' own module: the button's words)
-from answers import SHOW as SHOW  # noqa: E402
 
 #: Bounds, so a hung server or kernel fails the test instead of stalling the suite.
 SERVER_START_TIMEOUT_S = 90

@@ -3,14 +3,9 @@ Markdown shown beside what the solution printed, and its errors still failing th
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-import answers
+from lessons import answers
 
 
 def test_the_explanation_is_markdown_rendered_beside_the_output() -> None:

@@ -3,15 +3,10 @@ that quotes the sentence and the numbers when they do not."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-from claims import ClaimFailed, claim
+from lessons.claims import ClaimFailed, claim
 
 
 def test_a_claim_that_holds_prints_its_sentence(capsys: pytest.CaptureFixture[str]) -> None:

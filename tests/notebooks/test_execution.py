@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 from queue import Empty
 
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-import execution
+from lessons import execution
 
 
 def _notebook(path: Path, *sources: str) -> Path:

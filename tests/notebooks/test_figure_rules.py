@@ -3,7 +3,6 @@ names what is wrong with one it cannot."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,9 +10,7 @@ import pytest
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import figure_rules
+from lessons import figure_rules
 
 
 @pytest.fixture(autouse=True)

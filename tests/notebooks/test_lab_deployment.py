@@ -3,13 +3,7 @@ and by the replica processes it starts."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-from lab_deployment import LabDeployment, new_state_key
-
+from lessons.lab_deployment import LabDeployment, new_state_key
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.keys import DEV_JWT_SECRET, parse_state_keys
 

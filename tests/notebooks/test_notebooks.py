@@ -25,11 +25,10 @@ import pytest
 from jupytext.compare import compare_notebooks
 from nbclient.exceptions import CellExecutionError
 
+from lessons.answers import SHOW
+from lessons.execution import SlicedPollClient
+
 ROOT = Path(__file__).resolve().parents[2]
-TESTS_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "notebooks"))
-from answers import SHOW  # noqa: E402  (the notebooks' own modules)
-from execution import SlicedPollClient  # noqa: E402
 
 NOTEBOOKS_DIR = ROOT / "notebooks"
 #: The jupytext twins, out of the notebooks' folder so that JupyterLab lists each notebook once.
@@ -175,7 +174,7 @@ class Run:
 def figure_check_cell(figures: Path) -> nbformat.NotebookNode:
     """A cell that has the kernel check every figure it renders (`figure_rules.install`)."""
     return nbformat.v4.new_code_cell(
-        f"import sys\nsys.path.insert(0, {str(TESTS_DIR)!r})\nimport pathlib, figure_rules\n"
+        "import pathlib\nfrom lessons import figure_rules\n"
         f"figure_rules.install(pathlib.Path({str(figures)!r}))"
     )
 
@@ -264,7 +263,7 @@ def test_live_parts_show_their_recording_without_haproxy_redis_or_node(
     run = run_notebook(NOTEBOOKS_DIR / f"{name}.py", tmp_path)
     record_property("seconds_from_recordings", round(run.seconds, 1))
     assert "RECORDED RUN, not live:" in run.printed
-    assert "Recorded on " in run.printed and "RECORD=1 python notebooks/execution.py" in run.printed
+    assert "Recorded on " in run.printed and "RECORD=1 python -m lessons.execution" in run.printed
     assert_readable(run, name)
     assert any("recorded " in r["figure"] for r in run.figures)
 

@@ -4,14 +4,11 @@ its recording (said so, with when, from which commit, by which command) where no
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-import recordings
+from lessons import recordings
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -42,7 +39,7 @@ def test_with_everything_installed_the_part_runs_and_is_kept_only_when_asked(
     kept = json.loads((recorded_dir / "06_x.swarms.json").read_text())
     assert kept["data"] == {"n": 3} and kept["parameters"] == {"USERS": 4}
     assert (
-        kept["command"] == "RECORD=1 python notebooks/execution.py --out build notebooks/06_x.ipynb"
+        kept["command"] == "RECORD=1 python -m lessons.execution --out build notebooks/06_x.ipynb"
     )
     assert kept["recorded_on"] and kept["commit"]
 
@@ -74,14 +71,18 @@ def test_without_a_program_the_recording_is_shown_and_said_to_be_one(
 
 
 def test_a_missing_recording_says_how_to_make_it(recorded_dir: Path) -> None:
-    with pytest.raises(FileNotFoundError, match=r"RECORD=1 python notebooks/execution\.py"):
+    with pytest.raises(FileNotFoundError, match=r"RECORD=1 python -m lessons\.execution"):
         recordings.read("06_x", "swarms")
 
 
 @pytest.mark.parametrize(
     "path", sorted((NOTEBOOKS_DIR / "recorded").glob("*.json")), ids=lambda p: p.name
 )
-def test_each_committed_recording_says_when_and_how_it_was_made(path: Path) -> None:
+def test_each_committed_recording_says_when_and_how_it_was_made(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read where a notebook's kernel reads it: `recorded/` in the notebooks' folder.
+    monkeypatch.setattr(recordings, "RECORDED_DIR", path.parent)
     notebook, part, _ = path.name.split(".")
     recording = recordings.read(notebook, part)
     assert recording.recorded_on and recording.commit

@@ -3,15 +3,10 @@ figures' order, and no bare `pd.Series` printout is needed for a few named quant
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-import result_tables as tables
+from lessons import result_tables as tables
 
 
 def tidy(by: str | None = None) -> pd.DataFrame:

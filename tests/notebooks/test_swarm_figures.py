@@ -3,16 +3,11 @@ latency CDF of completed calls, and measured bars beside the simulation's."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "notebooks"))
-
-import swarm_figures
+from lessons import swarm_figures
 
 
 @pytest.fixture(autouse=True)

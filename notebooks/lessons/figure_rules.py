@@ -81,7 +81,7 @@ def install(path: Path) -> Callable[[], None]:
     def uninstall() -> None:
         FigureCanvasBase.print_figure = original  # type: ignore[method-assign]
 
-    FigureCanvasBase.print_figure = print_and_check  # type: ignore[method-assign]
+    FigureCanvasBase.print_figure = print_and_check  # type: ignore[method-assign,assignment]
     return uninstall
 
 
@@ -141,7 +141,7 @@ def _series(ax: Axes) -> list[Any]:
     unlabelled = [
         line
         for line in ax.lines
-        if line.get_label().startswith("_") and id(line) not in in_containers
+        if str(line.get_label()).startswith("_") and id(line) not in in_containers
     ]
     return [*handles, *unlabelled]
 
@@ -160,7 +160,7 @@ def _labels_of(ax: Axes) -> list[str]:
 
 def _legends(figure: Figure) -> list[Legend]:
     legends = list(figure.legends)
-    legends += [ax.get_legend() for ax in figure.axes if ax.get_legend() is not None]
+    legends += [legend for ax in figure.axes if (legend := ax.get_legend()) is not None]
     return [legend for legend in legends if legend.get_visible()]
 
 
@@ -170,7 +170,9 @@ def _legend_texts(legend: Legend) -> list[str]:
 
 def _data_line(line: Line2D) -> bool:
     """A visible line that draws data (not a vertical or horizontal mark across the panel)."""
-    if line.get_transform() != line.axes.transData or not line.get_visible():
+    if line.axes is None or line.get_transform() != line.axes.transData:
+        return False
+    if not line.get_visible():
         return False
     if line.get_linestyle() in ("None", "", " ") and not _has_marker(line):
         return False

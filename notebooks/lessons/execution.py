@@ -1,4 +1,5 @@
-"""Running the notebooks headless, top to bottom in a fresh kernel: the tests and `make report`.
+"""The lessons' runner: notebooks executed headless, top to bottom in a fresh kernel, for
+`make report`, the book and the tests.
 
 nbclient waits for a cell's reply with one poll of the kernel's shell channel, as long as
 the cell's timeout. After a cell with widgets that poll now and then misses the reply's
@@ -8,7 +9,7 @@ then carries on, that much late (about one run in three of notebook 05 with ipyk
 the report's). `SlicedPollClient` polls again every `POLL_SLICE_S` instead, so such a
 reply is read within a second; a cell's timeout still holds as a whole.
 
-    python notebooks/execution.py --out build notebooks/[0-9][0-9]_*.ipynb
+    python -m lessons.execution --out build notebooks/[0-9][0-9]_*.ipynb
 
 executes each notebook and writes it as HTML into `--out` (what `make report` runs).
 """

@@ -10,7 +10,7 @@ made with (which the notebook then uses, so what it computes from the run fits i
 A recording is made by running the notebook with RECORD=1 where everything is
 installed; each live part then writes its results to `recorded/NN_name.PART.json`:
 
-    RECORD=1 python notebooks/execution.py --out build notebooks/06_live_swarm.ipynb
+    RECORD=1 python -m lessons.execution --out build notebooks/06_live_swarm.ipynb
 """
 
 from __future__ import annotations
@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Where recordings live, beside the notebooks.
-RECORDED_DIR = Path(__file__).resolve().with_name("recorded")
+#: Where recordings live: `recorded/` beside the notebooks, in the folder a notebook's
+#: kernel runs in (Jupyter, nbclient and the book all start it in the notebook's own).
+RECORDED_DIR = Path.cwd() / "recorded"
 #: The command that makes a notebook's recordings (NOTEBOOK: its file name, no suffix).
-RECORD_COMMAND = "RECORD=1 python notebooks/execution.py --out build notebooks/{notebook}.ipynb"
+RECORD_COMMAND = "RECORD=1 python -m lessons.execution --out build notebooks/{notebook}.ipynb"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Figures of live swarms: each architecture's swarm second by second, the latency its users
 felt, and the measurement beside the simulation's prediction.
 
-A swarm's summary (what `loadtest.swarm.scenario_run.run_scenario` returns) carries a per-second
+A swarm's summary (what `loadtest.scenarios.run.run_scenario` returns) carries a per-second
 `timeline`, the `faults` the cluster went through and the `calls`; these functions draw them
 an architecture per panel, in the colours of `labsim.study.plots`.
 """
@@ -9,7 +9,7 @@ an architecture per panel, in the colours of `labsim.study.plots`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from labsim.study.plots import COLOURS, LABELS, clipped_errors
 
 #: How a replica's step in a rolling upgrade is drawn on a timeline.
-EVENT_STYLES = {"drain": ":", "stop": "--", "ready": "-"}
+EVENT_STYLES: dict[str, Literal[":", "--", "-"]] = {"drain": ":", "stop": "--", "ready": "-"}
 
 
 def timelines(summaries: Mapping[str, Mapping[str, Any]], what: str) -> Figure:
