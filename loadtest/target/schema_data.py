@@ -20,7 +20,6 @@ from typing import Any
 import jsonschema_rs
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
-from hypothesis_jsonschema import from_schema
 
 #: Examples drawn for a schema's pool (fewer stay when the schema allows fewer values).
 POOL_SIZE = 30
@@ -106,6 +105,10 @@ def strategy_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
             min_size=int(schema.get("minLength", 0)),
             max_size=int(schema.get("maxLength", 40)),
         )
+    # Loaded on first use: it loads jsonschema's format checkers, seconds of grammar
+    # building that a command refused before it draws anything need not wait for.
+    from hypothesis_jsonschema import from_schema
+
     if schema.get("type") == "integer":
         # Integers a JSON peer reads exactly (I-JSON, RFC 7493), unless the schema says less.
         schema = {"minimum": -SAFE_INTEGER, "maximum": SAFE_INTEGER, **schema}
