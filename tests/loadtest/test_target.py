@@ -135,9 +135,7 @@ def test_bad_input_is_refused_in_one_line_before_anything_starts(
 @pytest.fixture
 def web_page() -> Iterator[str]:
     """A plain web server (no MCP anywhere): it answers a POST with an HTML error page."""
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler
-    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
