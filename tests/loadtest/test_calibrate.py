@@ -230,15 +230,15 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     report = run_calibration(
         "sticky",
         duration_s=6,  # a 2 s window after the 3 s warm-up and before the last second
-        probe_s=6,
+        probe_s=5,  # a 1 s window: some 40 calls for the fit
         spread_s=12,  # on a quiet machine 1 round in 7 is timed alone: 80 or so, over the minimum
         upgrade_s=8,
-        utilizations=(0.1, 0.3),
+        utilizations=(0.3,),  # one level shows a row's whole shape; more only repeat it
         repeats=2,
         held_calls=20,
         simulated_calls=2_000,  # the report's shape, not a steady p95
     )
-    assert [round(row["target_utilization"], 1) for row in report["levels"]] == [0.1, 0.3]
+    assert [round(row["target_utilization"], 1) for row in report["levels"]] == [0.3]
     assert report["inputs"]["service_cv"] > 0
     assert report["inputs"]["service_cv_rounds"] >= SPREAD_MIN_ROUNDS
     for row in report["levels"]:
@@ -261,7 +261,7 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     assert upgrade["restart_s"] > 0
     # The stored report renders as the README's tables: one row per level, one upgrade row.
     levels = markdown_levels([report])
-    assert len(levels) == 2 + 2 and all(line.startswith("| `sticky` |") for line in levels[2:])
+    assert len(levels) == 2 + 1 and all(line.startswith("| `sticky` |") for line in levels[2:])
     upgrades = markdown_upgrades([report])
     assert len(upgrades) == 3 and upgrades[2].startswith("| `sticky` |")
 
