@@ -14,6 +14,8 @@ from loadtest.harness.redis_server import RedisServer
 from loadtest.soak.attacks import ATTACKS
 from loadtest.soak.run import print_attack_soak, run_attack_soak
 
+pytestmark = pytest.mark.integration
+
 #: Small enough for seconds: the full sizes are the soak command's.
 SHORT_SIZES = {"slow-bodies": 100, "abandoned-waits": 200, "cpu-heavy": 4, "oversized": 2}
 

@@ -101,6 +101,7 @@ def bare() -> Iterator[RunningTarget]:
 
 
 @needs_wrk
+@pytest.mark.integration
 def test_a_non_2xx_response_fails_the_run(bare: RunningTarget) -> None:
     timed = bare.rounds["round1"]
     with pytest.raises(WrkRunError, match="non-2xx"):
@@ -108,6 +109,7 @@ def test_a_non_2xx_response_fails_the_run(bare: RunningTarget) -> None:
 
 
 @needs_wrk
+@pytest.mark.integration
 def test_an_answer_of_the_wrong_kind_fails_the_run(bare: RunningTarget) -> None:
     # The bare endpoint answers `complete`: a run expecting input_required must not count.
     timed = bare.rounds["seal"]
@@ -118,6 +120,7 @@ def test_an_answer_of_the_wrong_kind_fails_the_run(bare: RunningTarget) -> None:
 
 @needs_wrk
 @pytest.mark.parametrize("name", [*SERVERS, "floor"])
+@pytest.mark.integration
 def test_every_server_answers_every_round_correctly_under_wrk(name: str) -> None:
     if why := missing(name):
         pytest.skip(why)
@@ -133,6 +136,7 @@ def test_every_server_answers_every_round_correctly_under_wrk(name: str) -> None
 
 
 @needs_wrk
+@pytest.mark.integration
 def test_bench_smoke_reports_every_round_ratio_and_tail(capsys: pytest.CaptureFixture) -> None:
     report = run_bench(duration_s=1, connections=4, passes=1, servers=("bare", "lab"), micro=False)
     assert set(report["servers"]) == {"bare", "lab"}
@@ -157,6 +161,7 @@ def test_bench_smoke_reports_every_round_ratio_and_tail(capsys: pytest.CaptureFi
     assert all(line == line.rstrip() for line in printed.splitlines())
 
 
+@pytest.mark.integration
 def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() -> None:
     from loadtest.bench.held_compare import compare_held
 
@@ -177,6 +182,7 @@ def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.integration
 def test_instructions_per_request_are_counted_live_on_each_server() -> None:
     from loadtest.bench.instructions import count_instructions
 

@@ -226,6 +226,7 @@ def test_a_rounds_service_leaves_the_background_work_out() -> None:
 
 
 @pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+@pytest.mark.integration
 def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     report = run_calibration(
         "sticky",

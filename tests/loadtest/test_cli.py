@@ -35,6 +35,7 @@ def port_is_free(port: int) -> bool:
 
 
 @pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+@pytest.mark.integration
 def test_cluster_up_stops_everything_on_sigterm() -> None:
     lb_port = free_port()
     command = [sys.executable, "-m", "loadtest", "cluster", "up", "--replicas", "2"]

@@ -26,6 +26,8 @@ from server.client import SEED, Handlers, MrtrClient, accept, task_capabilities
 from server.harness.process import ServerProcess, free_port
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
 
+pytestmark = pytest.mark.integration
+
 SLOW_BODY = (
     b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
     b"Content-Length: 100\r\n\r\n{"

@@ -24,6 +24,7 @@ def test_every_compiled_module_is_a_source_of_the_server() -> None:
 
 
 @pytest.mark.skipif(compiled_lab.missing() is not None, reason=str(compiled_lab.missing()))
+@pytest.mark.integration
 def test_a_built_copy_serves_its_compiled_modules_first(tmp_path: Path) -> None:
     compiled_lab.build(tmp_path, modules=("server/protocol/jsonrpc.py",))
     env = {**os.environ, **compiled_lab.environment_for(tmp_path)}

@@ -13,6 +13,8 @@ import pytest
 from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
 from server.harness.process import free_port
 
+pytestmark = pytest.mark.integration
+
 #: How long the fake replica takes to answer /healthz: longer than the check interval
 #: (300 ms), as a loaded replica's queue is, shorter than the default check timeout.
 SLOW_HEALTH_S = 0.7

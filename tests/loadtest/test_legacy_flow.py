@@ -5,12 +5,15 @@ from __future__ import annotations
 import random
 
 import httpx
+import pytest
 
 from loadtest.users.flows import CallRecord
 from loadtest.users.http_interface import HttpxLegacy
 from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
 from loadtest.users.simulated_user import ThinkTime
 from server.harness.process import ServerProcess
+
+pytestmark = pytest.mark.integration
 
 
 def call(http: HttpxLegacy, holder: SessionHolder, rng: random.Random) -> CallRecord:

@@ -160,6 +160,7 @@ def run_command_line(args: list[str], out: Path) -> tuple[dict[str, Any], str]:
 
 
 @needs_haproxy
+@pytest.mark.integration
 def test_the_command_line_keeps_mrtr_rounds_by_kind_and_locusts_html_report(
     tmp_path: Path,
 ) -> None:
@@ -180,6 +181,7 @@ def test_the_command_line_keeps_mrtr_rounds_by_kind_and_locusts_html_report(
     ("arch", "expected"),
     [("mrtr", {ROUND_1, ANSWER_RETRY}), ("sticky", {SESSION, SSE_CALL, ANSWER_POST})],
 )
+@pytest.mark.integration
 def test_calls_and_rounds_by_kind_are_separate_rows(
     arch: str, expected: set[str], tmp_path: Path
 ) -> None:
@@ -206,6 +208,7 @@ def test_calls_and_rounds_by_kind_are_separate_rows(
 
 
 @needs_haproxy
+@pytest.mark.integration
 def test_a_swarm_of_two_workers_counts_every_request_per_replica_on_its_master(
     tmp_path: Path,
 ) -> None:

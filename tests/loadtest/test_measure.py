@@ -80,6 +80,7 @@ def test_the_committed_parameter_file_is_a_measurement_in_the_agreed_format() ->
 
 
 @pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
+@pytest.mark.integration
 def test_a_short_live_measurement_writes_the_parameter_file(tmp_path: Path) -> None:
     out = tmp_path / "measured.json"
     command = [sys.executable, "-m", "loadtest", "measure", "--held-calls", "20", "--stretch", "1"]

@@ -56,6 +56,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> object:
     process.stop()
 
 
+@pytest.mark.integration
 def test_measure_target_writes_a_parameter_file_labsim_reads(
     server: ServerProcess, tmp_path: Path
 ) -> None:
@@ -83,6 +84,7 @@ def test_measure_target_writes_a_parameter_file_labsim_reads(
     assert measurement.base_memory_bytes == document["replica"]["base_memory_bytes"]
 
 
+@pytest.mark.integration
 def test_measure_target_refuses_what_it_cannot_measure(server: ServerProcess) -> None:
     url = f"{server.base_url}/mcp"
     base = [sys.executable, "-m", "loadtest", "measure", "--target", url, "--calls", "3"]

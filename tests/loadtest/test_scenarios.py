@@ -48,6 +48,7 @@ def mrtr_upgrade(tmp_path_factory: Any) -> dict[str, Any]:
     return json.loads(out.read_text())
 
 
+@pytest.mark.integration
 def test_rolling_upgrade_of_mrtr_under_load_loses_nothing(mrtr_upgrade: dict[str, Any]) -> None:
     s = mrtr_upgrade
     assert s["completed"] > 50
@@ -57,6 +58,7 @@ def test_rolling_upgrade_of_mrtr_under_load_loses_nothing(mrtr_upgrade: dict[str
     assert [f["replica"] for f in s["faults"] if f["event"] == "ready"] == ["r1", "r2", "r3"]
 
 
+@pytest.mark.integration
 def test_link_accounts_spanning_the_upgrade_asks_only_the_changed_question(
     mrtr_upgrade: dict[str, Any],
 ) -> None:
@@ -72,6 +74,7 @@ def test_link_accounts_spanning_the_upgrade_asks_only_the_changed_question(
     assert any(later == [["microsoft_login"]] for _, *later in (c["questions"] for c in spanning))
 
 
+@pytest.mark.integration
 def test_summary_is_read_by_pandas_with_every_field(mrtr_upgrade: dict[str, Any]) -> None:
     assert set(mrtr_upgrade) >= SUMMARY_KEYS
     assert set(mrtr_upgrade["latency_ms"]) == {"p50", "p95", "p99"}
@@ -84,6 +87,7 @@ def test_summary_is_read_by_pandas_with_every_field(mrtr_upgrade: dict[str, Any]
     assert set(share.index) == {"r1", "r2", "r3"} and (share > 0).all()
 
 
+@pytest.mark.integration
 def test_overload_moves_crunch_between_replicas_with_the_right_digest() -> None:
     config = LoadTestConfig(arch="mrtr", scenario="overload", replicas=3, users=9, duration_s=8)
     s = run_scenario(config, progress=quiet)
@@ -92,6 +96,7 @@ def test_overload_moves_crunch_between_replicas_with_the_right_digest() -> None:
     assert moved, "no crunch call was offloaded to another replica"
 
 
+@pytest.mark.integration
 def test_a_killed_mrtr_replica_costs_no_call_the_round_is_sent_again() -> None:
     config = LoadTestConfig(arch="mrtr", replicas=2)
     with Cluster(config) as cluster, httpx.Client(timeout=30) as http:
@@ -121,6 +126,7 @@ def test_a_killed_mrtr_replica_costs_no_call_the_round_is_sent_again() -> None:
     assert record.detail["replicas"][-1] != victim
 
 
+@pytest.mark.integration
 def test_rolling_upgrade_under_sticky_routing_with_a_short_drain_reprompts_users() -> None:
     """Drain timeout (0.5 s) shorter than think time (median 1.5 s): held calls are cut."""
     config = LoadTestConfig(
@@ -142,6 +148,7 @@ def test_rolling_upgrade_under_sticky_routing_with_a_short_drain_reprompts_users
     assert s["re_prompts"] == sum(c["re_prompts"] for c in s["calls"])
 
 
+@pytest.mark.integration
 def test_a_killed_sticky_replica_loses_the_calls_it_held() -> None:
     config = LoadTestConfig(
         arch="sticky",
@@ -185,6 +192,7 @@ def idle_timeout_run(arch: str) -> dict[str, Any]:
     return run_scenario(config, progress=quiet)
 
 
+@pytest.mark.integration
 def test_a_short_idle_timeout_cuts_held_legacy_streams_and_no_mrtr_round() -> None:
     sticky = idle_timeout_run("sticky")
     assert sticky["held"] > 0
@@ -196,6 +204,7 @@ def test_a_short_idle_timeout_cuts_held_legacy_streams_and_no_mrtr_round() -> No
     assert mrtr["failed"] == 0 and mrtr["lost"] == 0 and mrtr["re_prompts"] == 0, mrtr["errors"]
 
 
+@pytest.mark.integration
 def test_a_store_outage_under_sse_store_cuts_the_calls_it_held_and_the_rest_go_on() -> None:
     config = LoadTestConfig(
         arch="sse-store",

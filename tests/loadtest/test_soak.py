@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from loadtest.soak.run import run_soak
+
+pytestmark = pytest.mark.integration
 
 
 def test_calls_are_served_beside_idle_sockets() -> None:

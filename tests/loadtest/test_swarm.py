@@ -33,6 +33,7 @@ def run_headless(args: list[str], out: Path) -> dict[str, Any]:
 
 
 @needs_haproxy
+@pytest.mark.integration
 def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
     args = ["--arch", "sticky", "--workers", "2", "--replicas", "2", "--users", "8"]
     args += ["--fault", "crash", "--fault-at", "3"]
@@ -51,6 +52,7 @@ def test_two_workers_report_every_call_to_the_master(tmp_path: Path) -> None:
     assert "<html" in (tmp_path / "swarm.html").read_text().lower()
 
 
+@pytest.mark.integration
 def test_a_target_is_driven_without_a_cluster_of_its_own(tmp_path: Path) -> None:
     server = ServerProcess(replica_id="lone").start()
     try:
@@ -68,6 +70,7 @@ def test_a_target_is_driven_without_a_cluster_of_its_own(tmp_path: Path) -> None
     }
 
 
+@pytest.mark.integration
 def test_a_headless_swarm_prints_no_warning(tmp_path: Path) -> None:
     # Locust patches the standard library with gevent as it loads; loaded after ssl, it
     # warns of every module holding ssl's own classes (gevent's MonkeyPatchWarning).
@@ -135,6 +138,7 @@ def replicas_own_held_calls(url: str) -> dict[str, int]:
 
 
 @needs_haproxy
+@pytest.mark.integration
 def test_the_lab_tab_counts_each_held_call_once_as_the_replicas_do(tmp_path: Path) -> None:
     # No --users: the swarm waits for START, as its --help says; START as the form does.
     args = ["--arch", "sticky", "--replicas", "2", "--tools", "get_weather=1"]
@@ -170,6 +174,7 @@ def versions(url: str) -> dict[str, Any]:
 
 
 @needs_haproxy
+@pytest.mark.integration
 def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str) -> None:
     url = ui_swarm
     assert versions(url) == {"r1": 1, "r2": 1}

@@ -138,6 +138,7 @@ def test_an_answer_whose_reply_was_lost_and_that_was_saved_is_not_a_failure() ->
 
 @needs_redis
 @pytest.mark.parametrize("fsync", ["everysec", "always"])
+@pytest.mark.integration
 def test_a_persistent_redis_killed_and_restarted_keeps_what_it_acknowledged(
     tmp_path: Path, fsync: str
 ) -> None:
@@ -155,6 +156,7 @@ def test_a_persistent_redis_killed_and_restarted_keeps_what_it_acknowledged(
 
 
 @needs_redis
+@pytest.mark.integration
 def test_a_volatile_redis_restarted_has_forgotten_everything() -> None:
     with RedisServer() as server:
         client = redis.Redis(port=server.port, socket_timeout=2)
@@ -166,6 +168,7 @@ def test_a_volatile_redis_restarted_has_forgotten_everything() -> None:
 
 @needs_cluster
 @pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.integration
 def test_a_task_whose_replica_is_killed_is_taken_over_and_completes(wire: str) -> None:
     config = LoadTestConfig(replicas=2, tool_mix={"provision_vm": 1.0}, task_lease_s=1.0)
     with Cluster(config) as cluster, httpx.Client(timeout=30) as http:
@@ -198,6 +201,7 @@ def test_a_task_whose_replica_is_killed_is_taken_over_and_completes(wire: str) -
 
 
 @needs_cluster
+@pytest.mark.integration
 def test_a_crash_under_load_completes_every_acknowledged_task() -> None:
     s = swarm_with_tasks("crash")
     tasks = s["tasks"]
@@ -209,6 +213,7 @@ def test_a_crash_under_load_completes_every_acknowledged_task() -> None:
 
 
 @needs_cluster
+@pytest.mark.integration
 def test_a_store_outage_loses_no_acknowledged_task_and_callers_see_a_clear_error() -> None:
     s = swarm_with_tasks("store-outage")
     tasks = s["tasks"]
@@ -226,6 +231,7 @@ def test_a_store_outage_loses_no_acknowledged_task_and_callers_see_a_clear_error
 
 
 @needs_cluster
+@pytest.mark.integration
 def test_a_volatile_store_restarted_loses_the_tasks_it_held_and_clients_count_them() -> None:
     s = swarm_with_tasks("store-outage", task_store_fsync="off")
     tasks = s["tasks"]

@@ -56,6 +56,7 @@ def test_the_replicas_take_the_runs_connection_limit_and_cpu_settings() -> None:
     )
 
 
+@pytest.mark.integration
 def test_open_loop_arrivals_keep_coming_when_the_replica_cannot_keep_up(tmp_path: Path) -> None:
     """10 calls/s of 100 ms rounds on one replica, on its event loop: twice what it can
     serve. Closed-loop users would wait for their calls; open-loop arrivals do not."""
@@ -83,6 +84,7 @@ def light_plan(tmp_path_factory: Any) -> Path:
     return make_plan(path, "--rate", "5", "--round-cpu-ms", "2", "--slo-p95-ms", "1000")
 
 
+@pytest.mark.integration
 def test_verify_plan_judges_the_plans_fleet_live(light_plan: Path, tmp_path: Path) -> None:
     out = tmp_path / "verified.json"
     result = loadtest(
@@ -100,6 +102,7 @@ def test_verify_plan_judges_the_plans_fleet_live(light_plan: Path, tmp_path: Pat
     assert "every verdict held" in result.stdout
 
 
+@pytest.mark.integration
 def test_verify_plan_refuses_to_judge_replicas_that_waited_for_the_cpu(
     light_plan: Path, tmp_path: Path
 ) -> None:
