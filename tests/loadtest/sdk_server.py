@@ -8,11 +8,13 @@
 - `transfer` asks twice when the amount is high: a code with a `pattern`, then a date;
 - `summarize` spends about 10 ms of CPU and asks nothing.
 
-Run: `python tests/loadtest/sdk_server.py PORT`; it serves `http://127.0.0.1:PORT/mcp`.
+Run: `python tests/loadtest/sdk_server.py PORT [legacy-only]`; it serves
+`http://127.0.0.1:PORT/mcp`, with `legacy-only` as a server of the 2025-11-25 era alone.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import time
@@ -130,7 +132,27 @@ async def summarize(text: str) -> str:
     return text[:20]
 
 
+def legacy_only(app: Any) -> Any:
+    """`app` as a server built before 2026-07-28 answers: a request of that era is refused
+    as an unsupported version, so only 2025-11-25 is spoken."""
+
+    async def serve(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and headers.get(b"mcp-protocol-version") == b"2026-07-28":
+            error = {"code": -32600, "message": "Unsupported protocol version"}
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            head = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 400, "headers": head})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return serve
+
+
 if __name__ == "__main__":
-    uvicorn.run(
-        server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning"
-    )
+    # PORT [legacy-only]
+    app = server.streamable_http_app()
+    if sys.argv[2:] == ["legacy-only"]:
+        app = legacy_only(app)
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")

@@ -29,12 +29,12 @@ SERVER = Path(__file__).with_name("sdk_server.py")
 class SdkServer:
     """The SDK server as a child process on a port of its own."""
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, *mode: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), str(self.port)], stdout=self.log, stderr=self.log
+            [sys.executable, str(SERVER), str(self.port), *mode], stdout=self.log, stderr=self.log
         )
 
     def wait_until_listening(self, timeout_s: float = 30.0) -> None:
@@ -57,6 +57,17 @@ class SdkServer:
 @pytest.fixture(scope="module")
 def sdk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
     server = SdkServer(tmp_path_factory.mktemp("sdk") / "server.log")
+    try:
+        server.wait_until_listening()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def legacy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
+    """The same server as one built before 2026-07-28 would be: 2025-11-25 alone."""
+    server = SdkServer(tmp_path_factory.mktemp("sdk-legacy") / "server.log", "legacy-only")
     try:
         server.wait_until_listening()
         yield server
@@ -102,6 +113,22 @@ def test_measure_writes_the_tools_own_figures_in_both_eras(
         # About 10 ms of CPU a call, read on the process.
         assert figures["2026-07-28"]["round_cpu"]["mean_ms"] >= 8
     assert document["details"]["failed_eras"] == {}
+
+
+def test_a_server_of_2025_11_25_alone_is_measured_in_that_era_and_refused_the_other(
+    legacy_server: SdkServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "book_room.json"
+    run = _measure(
+        legacy_server.url, "--tool", "book_room", "--calls", "8", "--held-calls", "0",
+        "--pid", str(legacy_server.process.pid), "--json", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    figures = json.loads(out.read_text())["tools"]["book_room"]
+    assert set(figures) == {"2025-11-25"} and figures["2025-11-25"]["failed"] == 0
+    run = _measure(legacy_server.url, "--tool", "book_room", "--era", "2026-07-28")
+    assert run.returncode == 2
+    assert "does not speak 2026-07-28; it speaks 2025-11-25" in run.stderr
 
 
 def test_an_answer_the_server_rejects_is_named_with_the_servers_text(
