@@ -1,12 +1,14 @@
 """`make book`: the notebooks and the docs as one static site, in two editions.
 
-    python -m book [--out build/book] [notebooks/NN_name.ipynb ...]
+    python -m book [--out build/book] [--executed DIR] [notebooks/NN_name.ipynb ...]
 
-Each notebook is executed once, in quick mode (QUICK=1), with its widgets' state saved; the
-diagrams of every page are drawn once; then the student edition (`OUT/student/`) and the
-teacher's (`OUT/teacher/`) are written from the same results and built by Sphinx side by
-side. The build fails if a notebook fails, if a page would load anything from another host,
-or if the student edition shows any answer's text. The seconds each step took are printed.
+Each notebook is executed once, in quick mode (QUICK=1), with its widgets' state saved, or
+read from `--executed DIR` where it was already run so (by JupyterLab, or by
+`lessons.execution`; the tests build the book from the notebooks they ran); the diagrams of
+every page are drawn once; then the student edition (`OUT/student/`) and the teacher's
+(`OUT/teacher/`) are written from the same results and built by Sphinx side by side. The
+build fails if a notebook fails, if a page would load anything from another host, or if the
+student edition shows any answer's text. The seconds each step took are printed.
 """
 
 from __future__ import annotations
@@ -97,12 +99,28 @@ def _unchanged(markdown: str) -> str:
     return markdown
 
 
-def prepare(notebooks: list[Path], watch: Stopwatch) -> BookContent:
-    """Everything both editions share: the notebooks executed in quick mode, the pages,
-    every diagram drawn."""
+def already_executed(path: Path, folder: Path) -> nbformat.NotebookNode:
+    """The notebook of `path`'s name in `folder`, as a run in quick mode left it."""
+    run = folder / path.name
+    if not run.is_file():
+        raise BookError(f"{path.name} has no executed copy in {folder}")
+    notebook = nbformat.read(run, as_version=4)
+    if not any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"):
+        raise BookError(f"{run} shows no output: it was not executed")
+    return notebook
+
+
+def prepare(
+    notebooks: list[Path], watch: Stopwatch, executed_dir: Path | None = None
+) -> BookContent:
+    """Everything both editions share: the notebooks executed in quick mode (or read from
+    `executed_dir`, where they were), the pages, every diagram drawn."""
     executed = {}
     with quick_mode():
         for path in notebooks:
+            if executed_dir is not None:
+                executed[path.name] = already_executed(path, executed_dir)
+                continue
             with watch.step(f"run {path.name}"):
                 executed[path.name] = execute(path)
     pages = [README, *docs_pages()]
@@ -175,11 +193,14 @@ def check(content: BookContent, out_dir: Path) -> None:
                 raise BookError(f"the {which.value} edition of {page} {what}: {found[:3]}")
 
 
-def build(notebooks: list[Path], out_dir: Path) -> dict[str, float]:
-    """Build both editions into `out_dir`; the seconds each step took."""
+def build(
+    notebooks: list[Path], out_dir: Path, executed_dir: Path | None = None
+) -> dict[str, float]:
+    """Build both editions into `out_dir` (from the runs in `executed_dir`, if given); the
+    seconds each step took."""
     watch = Stopwatch({})
     started = time.monotonic()
-    content = prepare(notebooks, watch)
+    content = prepare(notebooks, watch, executed_dir)
     sphinx(content, out_dir, watch)
     with watch.step("check the editions"):
         check(content, out_dir)
@@ -207,13 +228,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=ROOT / "build" / "book", help="folder for both editions"
     )
+    parser.add_argument(
+        "--executed",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a folder of the same notebooks already executed with QUICK=1 and their "
+        "widgets' state saved: the book is built from them instead of running each again",
+    )
     args = parser.parse_args(argv)
+    if args.executed is not None and not args.executed.is_dir():
+        parser.error(f"--executed: not a folder: {args.executed}")
     notebooks = args.notebooks or sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
     missing = [str(p) for p in notebooks if p.suffix != ".ipynb" or not p.is_file()]
     if missing:
         parser.error(f"not a notebook file: {', '.join(missing)}")
     try:
-        build([p.resolve() for p in notebooks], args.out.resolve())
+        executed = args.executed.resolve() if args.executed is not None else None
+        build([p.resolve() for p in notebooks], args.out.resolve(), executed)
     except BookError as error:
         print(f"book: {error}", file=sys.stderr)
         return 1

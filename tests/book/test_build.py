@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from book.build import BookError, check, main
+from book.build import BookError, already_executed, check, main
 from book.sources import BookContent
 
 ANSWER = "print('forty-two calls were asked again, none lost')"
@@ -57,4 +57,25 @@ def test_a_page_that_loads_from_another_host_fails_the_build(tmp_path: Path) -> 
 def test_the_command_refuses_what_is_not_a_notebook(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--out", str(tmp_path), str(tmp_path / "missing.ipynb")])
+    assert exited.value.code == 2
+
+
+def test_an_executed_copy_is_read_and_a_missing_or_unrun_one_refused(tmp_path: Path) -> None:
+    source = tmp_path / "01_x.ipynb"
+    ran, unrun = tmp_path / "ran", tmp_path / "unrun"
+    for folder, outputs in ((ran, [nbformat.v4.new_output("stream", text="hello\n")]), (unrun, [])):
+        folder.mkdir()
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_code_cell("print('hello')", outputs=outputs)]
+        nbformat.write(notebook, folder / source.name)
+    assert already_executed(source, ran).cells[0].outputs[0]["text"] == "hello\n"
+    with pytest.raises(BookError, match="not executed"):
+        already_executed(source, unrun)
+    with pytest.raises(BookError, match="no executed copy"):
+        already_executed(source, tmp_path)
+
+
+def test_the_command_refuses_an_executed_folder_that_is_not_one(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--out", str(tmp_path), "--executed", str(tmp_path / "missing")])
     assert exited.value.code == 2

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 from selenium import webdriver
@@ -36,6 +37,9 @@ CHROMIUM_FLAGS = (
 )
 #: A bound on loading one page, so a hung server fails the test instead of stalling the suite.
 PAGE_LOAD_TIMEOUT_S = 60
+
+if TYPE_CHECKING:
+    from tests.browser.light_install import LightRuns
 
 T = TypeVar("T")
 
@@ -77,21 +81,50 @@ def system_chromium() -> SystemChromium:
     return SystemChromium(browser=browser, driver=driver)
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    """A headless Chromium with a fresh profile, quit after the test whatever happened."""
+def chromium_installed() -> bool:
+    """Whether the system's Chromium and its chromedriver are both there."""
+    return all(
+        _executable(env, names) is not None
+        for env, names in (
+            (CHROMIUM_ENV, ("chromium", "chromium-browser")),
+            (CHROMEDRIVER_ENV, ("chromedriver",)),
+        )
+    )
+
+
+@contextmanager
+def headless_chromium(profile: Path) -> Iterator[WebDriver]:
+    """A headless Chromium with a fresh profile in `profile`, quit on the way out whatever
+    happened (a skip where it is missing)."""
     chromium = system_chromium()
     options = Options()
     options.binary_location = str(chromium.browser)
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.add_argument(f"--user-data-dir={profile}")
     driver = webdriver.Chrome(options=options, service=Service(str(chromium.driver)))
     try:
         driver.set_page_load_timeout(PAGE_LOAD_TIMEOUT_S)
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[WebDriver]:
+    """A headless Chromium with a fresh profile, quit after the test whatever happened."""
+    with headless_chromium(tmp_path / "chromium-profile") as driver:
+        yield driver
+
+
+@pytest.fixture(scope="session")
+def light_runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LightRuns]:
+    """Every notebook's Run All in the light install's JupyterLab, each done once for the
+    session when a test first asks for it (`tests/browser/light_install.py`)."""
+    from tests.browser.light_install import running_light_lab
+
+    with running_light_lab(tmp_path_factory.mktemp("light-lab")) as runs:
+        yield runs
 
 
 def wait_until(

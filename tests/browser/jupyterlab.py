@@ -32,10 +32,12 @@ SERVER_START_TIMEOUT_S = 90
 NOTEBOOK_OPEN_TIMEOUT_S = 90
 ANSWER_TIMEOUT_S = 30
 #: Settings a reader's JupyterLab would not need: every cell stays in the page (JupyterLab
-#: otherwise drops the ones scrolled out of view) and no news is fetched (no network here).
+#: otherwise drops the ones scrolled out of view), no news is fetched (no network here), and
+#: a saved notebook keeps its widgets' state (the book is built from the saved runs).
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyter-widgets/jupyterlab-manager/plugin": {"saveState": True},
 }
 #: What `make lab` hides, so that JupyterLab lists each notebook once.
 HIDE_GLOBS = "['__pycache__','*.pyc','[0-9][0-9]_*.py']"
@@ -150,17 +152,22 @@ def kernel_idle(browser: WebDriver) -> bool:
     return any(item.text.endswith("| Idle") for item in items)
 
 
-def run_all(browser: WebDriver) -> None:
-    """Run > Run All Cells, from the menu bar as a reader would."""
+def choose_menu_item(browser: WebDriver, menu: str, command: str) -> None:
+    """The item of the menu bar's `menu` that runs `command`, chosen as a reader would."""
     menus = browser.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item")
-    next(menu for menu in menus if menu.text.strip() == "Run").click()
+    next(item for item in menus if item.text.strip() == menu).click()
     item = wait_until(
         browser,
-        lambda b: b.find_element(By.CSS_SELECTOR, '.lm-Menu-item[data-command="runmenu:run-all"]'),
+        lambda b: b.find_element(By.CSS_SELECTOR, f'.lm-Menu-item[data-command="{command}"]'),
         10,
-        "the Run menu has no Run All Cells",
+        f"the {menu} menu has no {command}",
     )
     item.click()
+
+
+def run_all(browser: WebDriver) -> None:
+    """Run > Run All Cells, from the menu bar as a reader would."""
+    choose_menu_item(browser, "Run", "runmenu:run-all")
 
 
 def errors_shown(browser: WebDriver) -> list[str]:

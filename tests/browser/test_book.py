@@ -3,6 +3,9 @@
 Building the whole book executes all eight notebooks (minutes), so the test builds two of
 them with every docs page, through the same code as `make book`: notebook 01 (a sequence
 diagram, answers with figures) and 02 (a diagram, sliders whose state the page embeds).
+It runs neither again: the book is built from the notebooks the light install's Run All
+saved, widget state and all (`tests/browser/light_install.py`, `python -m book
+--executed`), and runs them itself only where that install is missing.
 Chromium resolves no host name (`--host-resolver-rules`), so anything a page fetched from
 elsewhere would fail and show in its log; a control page proves such a failure is seen.
 """
@@ -27,8 +30,11 @@ from book.editions import SOLUTION_TAG, Edition, readable, solution_texts, widge
 from book.pages import remote_loads, visible_text
 from book.sources import WIDGETS_DIST
 from tests.browser.conftest import CHROMIUM_FLAGS, PAGE_LOAD_TIMEOUT_S, system_chromium, wait_until
+from tests.browser.light_install import LightRuns, light_install_ready
 
 SUBSET = ("01_mrtr_protocol.ipynb", "02_three_architectures.ipynb")
+#: The notebook of the two whose sliders' state the run saved and the page embeds.
+WITH_SLIDERS = "02_three_architectures.ipynb"
 NO_HOST_RESOLVES = "--host-resolver-rules=MAP * ~NOTFOUND"
 #: What Chromium logs when a page asks for something it cannot reach.
 FAILED_LOAD = re.compile(r"net::ERR_\w+")
@@ -36,14 +42,21 @@ RENDER_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def book(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Both editions of the two notebooks and the docs, built once for the module."""
+def book(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """Both editions of the two notebooks and the docs, built once for the module from
+    the light install's runs of the notebooks (or from runs of its own without it)."""
     system_chromium()
     for needed in (MERMAID_JS, WIDGETS_DIST / "embed.js"):
         if not needed.is_file():
             pytest.skip(f"{needed} is missing: `make setup` installs it")
+    executed = None
+    if light_install_ready():
+        runs: LightRuns = request.getfixturevalue("light_runs")
+        executed = runs.executed_dir
+        for name in SUBSET:
+            runs.run(name)
     out = tmp_path_factory.mktemp("book")
-    build([NOTEBOOKS_DIR / name for name in SUBSET], out)
+    build([NOTEBOOKS_DIR / name for name in SUBSET], out, executed)
     return out
 
 
@@ -131,6 +144,8 @@ def test_each_notebook_page_shows_its_figures_diagrams_widgets_and_answers_offli
     assert all(svg.size["width"] > 100 and svg.size["height"] > 100 for svg in drawn)
     assert all(svg.find_elements(By.TAG_NAME, "text") for svg in drawn)
 
+    if name == WITH_SLIDERS:
+        assert widget_models(source), "the executed notebook kept no widget state"
     if widget_models(source):
         rendered = wait_until(
             offline,
