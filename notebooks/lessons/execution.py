@@ -94,7 +94,8 @@ def report(notebooks: list[Path], out_dir: Path, cell_timeout_s: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Execute notebooks top to bottom and write each as HTML."
+        prog="python -m lessons.execution",
+        description="Execute notebooks top to bottom and write each as HTML.",
     )
     parser.add_argument("notebooks", nargs="+", type=Path, help=".ipynb files")
     parser.add_argument("--out", type=Path, default=Path("build"), help="folder for the HTML")
