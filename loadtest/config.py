@@ -91,13 +91,13 @@ class LoadTestConfig:
     )
     think_time_median_s: float = setting(
         0.5,
-        flag="--think-time",
+        aliases=("--think-time",),
         help="median seconds a user thinks before answering (lognormal; scaled down from "
         "about 10 s)",
     )
     think_time_sigma: float = setting(
         0.6,
-        flag="--think-sigma",
+        aliases=("--think-sigma",),
         help="spread (sigma of the underlying normal) of the lognormal think time",
     )
     drain_timeout_s: float = setting(
@@ -120,7 +120,7 @@ class LoadTestConfig:
         1.0,
         flag="--lb-idle-timeout",
         help="idle-timeout: HAProxy's client and server timeout, s, for the whole run "
-        "(shorter than --think-time)",
+        "(shorter than --think-time-median-s)",
     )
     tool_mix: dict[str, float] = setting(
         default_factory=_default_tool_mix,
@@ -215,10 +215,10 @@ class LoadTestConfig:
     )
     answer_timeout_s: float = setting(
         30.0,
-        flag="--answer-timeout",
+        aliases=("--answer-timeout",),
         metavar="S",
         help="seconds a legacy replica waits for an answer before it fails the call (the "
-        "replicas' --legacy-answer-timeout-s; the simulated twin takes it too)",
+        "replicas' own --answer-timeout-s; the simulated twin takes it too)",
     )
     never_answer_share: float = setting(
         0.0,
@@ -226,7 +226,7 @@ class LoadTestConfig:
         metavar="SHARE",
         help="share of calls whose user never answers: an MRTR call ends at its first "
         "question and holds nothing; a legacy call keeps its stream open until the replica's "
-        "--answer-timeout; such calls count as abandoned, not in latency or completion",
+        "--answer-timeout-s; such calls count as abandoned, not in latency or completion",
     )
     rate_per_s: float = setting(
         0.0,
@@ -317,7 +317,7 @@ class LoadTestConfig:
             raise LoadTestError("provision time, task lease and task timeout must be positive")
         if self.scenario == "idle-timeout" and self.think_time_median_s <= self.lb_idle_timeout_s:
             raise LoadTestError(
-                f"idle-timeout needs users who think (--think-time, now "
+                f"idle-timeout needs users who think (--think-time-median-s, now "
                 f"{self.think_time_median_s:g} s) longer than the idle timeout "
                 f"({self.lb_idle_timeout_s:g} s)"
             )
@@ -340,4 +340,4 @@ class LoadTestConfig:
         if min(self.retry_backoff_s, self.retry_backoff_max_s, self.max_retries) < 0:
             raise LoadTestError("retries and their backoff must be non-negative")
         if self.answer_timeout_s <= 0:
-            raise LoadTestError("--answer-timeout must be positive")
+            raise LoadTestError("--answer-timeout-s must be positive")

@@ -160,7 +160,7 @@ pd.DataFrame(
 DEPLOYMENT = {
     "replicas": REPLICAS,
     "arrival_rate_per_s": ARRIVAL_RATE_PER_S,
-    "think_median_s": THINK_MEDIAN_S,
+    "think_time_median_s": THINK_MEDIAN_S,
 }
 params = study.scenarios.build("steady", **DEPLOYMENT)
 # One run per architecture from the same seed: the same calls for each.
@@ -248,7 +248,7 @@ comparison = study.compare(
     processes=2,
     replicas=REPLICAS,
     arrival_rate_per_s=ARRIVAL_RATE_PER_S,
-    think_median_s=THINK_MEDIAN_S,
+    think_time_median_s=THINK_MEDIAN_S,
 )
 result_tables.readable(
     comparison,
@@ -333,7 +333,7 @@ sweep = study.sweep(
     seed=SEED,
     processes=2,
     replicas=REPLICAS,
-    think_median_s=THINK_MEDIAN_S,
+    think_time_median_s=THINK_MEDIAN_S,
 )
 result_tables.readable(
     sweep,
@@ -429,7 +429,7 @@ STORE, COST = labsim.StoreParams(), labsim.CostParams()
 
 def explore(
     replicas: int = REPLICAS,
-    think_median_s: float = THINK_MEDIAN_S,
+    think_time_median_s: float = THINK_MEDIAN_S,
     store_round_trip_ms: float = STORE.round_trip_s * 1e3,
     redis_usd_per_gb_hour: float = COST.store_gb_hour_usd,
     vcpu_usd_per_hour: float = COST.vcpu_hour_usd,
@@ -440,7 +440,7 @@ def explore(
         SEED,
         replicas=replicas,
         arrival_rate_per_s=ARRIVAL_RATE_PER_S,
-        think_median_s=think_median_s,
+        think_time_median_s=think_time_median_s,
         round_trip_s=store_round_trip_ms / 1e3,
         store_gb_hour_usd=redis_usd_per_gb_hour,
         vcpu_hour_usd=vcpu_usd_per_hour,
@@ -454,7 +454,7 @@ def explore(
             Panel("peak_held_bytes", "peak memory held (MB)", 1e6),
             Panel("cost_per_million_calls_usd", "cost per million calls (USD)"),
         ],
-        title=f"{replicas} replicas, think median {think_median_s:.1f} s, "
+        title=f"{replicas} replicas, think median {think_time_median_s:.1f} s, "
         f"store round trip {store_round_trip_ms:.2f} ms,\n"
         f"Redis {redis_usd_per_gb_hour:.3f} USD/GB-hour, {vcpu_usd_per_hour:.5f} USD/vCPU-hour",
     )
@@ -467,7 +467,7 @@ slider = {"continuous_update": False, "style": {"description_width": "initial"}}
 sliders = widgets.interactive(
     explore,
     replicas=widgets.IntSlider(value=REPLICAS, min=1, max=16, description="replicas", **slider),
-    think_median_s=widgets.FloatLogSlider(
+    think_time_median_s=widgets.FloatLogSlider(
         value=THINK_MEDIAN_S,
         base=10,
         min=0,
@@ -573,7 +573,7 @@ with hidden_answer(
 # %% [markdown] tags=["exercise"]
 # **Exercise 2.** Predict, with Little's law and no simulation, the mean number of open
 # SSE streams if users took a median of 60 s instead of 10 s to answer (the think time is
-# lognormal, so its mean is `median * exp(sigma**2 / 2)`; `params.workload.think_sigma`
+# lognormal, so its mean is `median * exp(sigma**2 / 2)`; `params.workload.think_time_sigma`
 # holds sigma, and answers time out after `params.client.answer_timeout_s`). Then simulate
 # it and compare. Why is the simulation lower than your first estimate?
 
@@ -591,16 +591,16 @@ with hidden_answer(
 ):
     from scipy import stats
 
-    sigma = params.workload.think_sigma
+    sigma = params.workload.think_time_sigma
     timeout_s = params.client.answer_timeout_s
     questions = questions_per_call(params.workload.tools, params.workload.tool_mix)
     uncapped_mean_s = 60 * np.exp(sigma**2 / 2)
     think = stats.lognorm(s=sigma, scale=60)
     # E[min(T, timeout)] = integral of the survival function up to the timeout.
     capped_mean_s = np.trapezoid(think.sf(np.linspace(0, timeout_s, 10_001)), dx=timeout_s / 10_000)
-    answering = 1 - params.workload.never_answer_fraction
+    answering = 1 - params.workload.never_answer_share
     per_question_s = answering * capped_mean_s + (1 - answering) * timeout_s
-    slow = labsim.simulate(params.with_overrides(think_median_s=60.0), "sticky", seed=SEED)
+    slow = labsim.simulate(params.with_overrides(think_time_median_s=60.0), "sticky", seed=SEED)
     print(f"uncapped estimate: {ARRIVAL_RATE_PER_S * questions * uncapped_mean_s:.0f} streams")
     print(f"with the timeout:  {ARRIVAL_RATE_PER_S * questions * per_question_s:.0f} streams")
     print(f"simulated:         {slow.summary['mean_open_streams']:.0f} streams")
@@ -656,7 +656,7 @@ with hidden_answer(
         architectures=("sse-store", "mrtr"),
         replicas=REPLICAS,
         arrival_rate_per_s=ARRIVAL_RATE_PER_S,
-        think_median_s=THINK_MEDIAN_S,
+        think_time_median_s=THINK_MEDIAN_S,
         store_gb_hour_usd=max(break_even, 0.0),
     )
     display(result_tables.readable(check, ["cost_per_million_calls_usd"]))

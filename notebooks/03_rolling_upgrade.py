@@ -223,7 +223,7 @@ traffic.show(skewed.rounds[1].response)
 
 # %%
 workload = upgrade.workload
-think = stats.lognorm(s=workload.think_sigma, scale=workload.think_median_s)
+think = stats.lognorm(s=workload.think_time_sigma, scale=workload.think_time_median_s)
 timeouts = np.array(DRAIN_TIMEOUTS_S)
 still_thinking = pd.DataFrame(
     {

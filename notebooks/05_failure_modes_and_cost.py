@@ -189,8 +189,8 @@ claim(
 # %%
 base = study.scenarios.build("idle-timeout")
 w = base.workload
-think = stats.lognorm(s=w.think_sigma, scale=w.think_median_s)
-stay = 1 - w.never_answer_fraction  # a user still there for the next question
+think = stats.lognorm(s=w.think_time_sigma, scale=w.think_time_median_s)
+stay = 1 - w.never_answer_share  # a user still there for the next question
 
 
 def cut_probability(idle_timeout_s: float) -> float:

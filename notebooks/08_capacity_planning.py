@@ -102,14 +102,14 @@ NOTEBOOK = "08_capacity_planning"
 # that does not. The same answer comes from the command line:
 #
 # ```sh
-# python -m labsim plan --rate 10 --think-median-s 90 --slo-p95-ms 400 --vcpus 1 \
+# python -m labsim plan --rate 10 --think-time-median-s 90 --slo-p95-ms 400 --vcpus 1 \
 #     --memory-gb-per-replica 2 --connection-limit 256 --json plan.json
 # ```
 
 # %%
 request = PlanRequest(
     rate_per_s=RATE_PER_S,
-    think_median_s=THINK_MEDIAN_S,
+    think_time_median_s=THINK_MEDIAN_S,
     slo_p95_ms=SLO_P95_MS,
     vcpus_per_replica=VCPUS_PER_REPLICA,
     memory_gb_per_replica=MEMORY_GB_PER_REPLICA,
@@ -317,8 +317,8 @@ for median_s in TTL_THINK_MEDIANS_S:
     slow = base.with_overrides(
         tools=("update_work_item",),
         tool_mix=(1.0,),
-        think_median_s=float(median_s),
-        never_answer_fraction=0.0,
+        think_time_median_s=float(median_s),
+        never_answer_share=0.0,
         answer_timeout_s=86_400.0,
         arrival_rate_per_s=1.0,
         horizon_s=2400.0 if QUICK else 7200.0,
@@ -334,7 +334,9 @@ for median_s in TTL_THINK_MEDIANS_S:
         {
             "median think (s)": median_s,
             "simulated share asked again": expiries / checked,
-            "P(think > TTL)": stats.lognorm(s=base.workload.think_sigma, scale=median_s).sf(ttl_s),
+            "P(think > TTL)": stats.lognorm(s=base.workload.think_time_sigma, scale=median_s).sf(
+                ttl_s
+            ),
         }
     )
 ttl = pd.DataFrame(rows).set_index("median think (s)")
@@ -395,7 +397,7 @@ LIVE_JUDGED_S = 60.0  # seconds of each live run that are judged (verify-plan --
 # %%
 PLAN_COMMAND = (
     f"python -m labsim plan --rate {HEAVY_RATE_PER_S:g} "
-    f"--think-median-s {HEAVY_THINK_MEDIAN_S:g} --think-sigma {HEAVY_THINK_SIGMA:g} "
+    f"--think-time-median-s {HEAVY_THINK_MEDIAN_S:g} --think-time-sigma {HEAVY_THINK_SIGMA:g} "
     f"--never-answer 0 --slo-p95-ms {HEAVY_SLO_P95_MS:g} --round-cpu-ms {TOOL_CPU_MS:g} "
     f"--round-cpu-cv {TOOL_CPU_CV:g} --round-cpu-kind lognormal --vcpus {HEAVY_VCPUS:g} "
     f"--connection-limit {HEAVY_CONNECTION_LIMIT} --tool-mix get_weather=1 "

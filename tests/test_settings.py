@@ -212,7 +212,7 @@ def test_the_plan_request_round_trips_through_its_command_line() -> None:
             "round_cpu_ms": 12.5,
             "round_cpu_cv": 0.4,
             "round_cpu_kind": "lognormal",
-            "never_answer_fraction": 0.1,
+            "never_answer_share": 0.1,
             "target_cpu_utilization": 0.5,
             "slo_completed_share": 0.99,
             "max_replications": 20,
@@ -363,3 +363,23 @@ def test_a_flag_whose_text_does_not_read_back_is_caught() -> None:
     add_flags(parser, Careless)
     back = Careless(**values_from_flags(Careless, parser.parse_args(to_argv(changed))))
     assert back != changed
+
+
+def test_older_flag_names_still_set_their_fields() -> None:
+    loadtest = build_parser().parse_args(
+        [
+            "scenario",
+            "steady",
+            "--think-time",
+            "2",
+            "--think-sigma",
+            "0.3",
+            "--answer-timeout",
+            "5",
+        ]
+    )
+    config = config_from(loadtest)
+    assert (config.think_time_median_s, config.think_time_sigma) == (2.0, 0.3)
+    assert config.answer_timeout_s == 5.0
+    request = planned(["--think-median-s", "30", "--think-sigma", "1"])
+    assert (request.think_time_median_s, request.think_time_sigma) == (30.0, 1.0)

@@ -5,7 +5,7 @@ right-size a fleet.
     python -m labsim mmc --arrival-rate L --service-rate M --servers C --calls N --seed S --json
     python -m labsim validate [--replications N] [--scale X]
     python -m labsim bench [--horizon-s S] [--repeats N] [--no-plan]
-    python -m labsim plan [--rate R] [--think-median-s S] [--slo-p95-ms MS] ...
+    python -m labsim plan [--rate R] [--think-time-median-s S] [--slo-p95-ms MS] ...
     python -m labsim scenarios
 
 Every option's help shows its default (`python -m labsim COMMAND --help`). Bad

@@ -110,10 +110,10 @@ class WorkloadParams:
     # as measured (`--params`) or stated (`--round-cpu-ms`) instead, and says which.
     round_cpu: ServiceTime = field(default_factory=ServiceTime)
     request_overhead_s: float = 0.000186  # measured.json: replica CPU per round (fitted)
-    think_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
-    think_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes
+    think_time_median_s: float = 10.0  # docs/model.md: stated assumption, lognormal, median 10 s
+    think_time_sigma: float = 1.5  # lognormal shape: p95 = 10 s * e^(1.645*1.5) = about 2 minutes
     think_scale: float = 1.0  # multiplier for sweeps; 0 = users answer instantly
-    never_answer_fraction: float = 0.05  # docs/model.md: assumption (the seed: maybe never)
+    never_answer_share: float = 0.05  # docs/model.md: assumption (the seed: maybe never)
     calls_per_session: float = 1.0  # assumption: each call its own session unless a scenario says
     session_s: float = 1800.0  # assumption: a session's calls spread over half an hour
     request_bytes: int = 445  # measured.json: mean JSON-RPC request body per round
@@ -121,11 +121,16 @@ class WorkloadParams:
 
     def __post_init__(self) -> None:
         check_numbers(
-            self, "arrival_rate_per_s", "think_median_s", "think_sigma", "session_s", positive=True
+            self,
+            "arrival_rate_per_s",
+            "think_time_median_s",
+            "think_time_sigma",
+            "session_s",
+            positive=True,
         )
         require(self.calls_per_session >= 1, "calls_per_session must be >= 1")
         check_numbers(self, "request_overhead_s", "think_scale", "request_bytes", "response_bytes")
-        check_fraction(self, "never_answer_fraction")
+        check_fraction(self, "never_answer_share")
         require(
             isinstance(self.round_cpu, ServiceTime),
             f"round_cpu must be a ServiceTime, got {self.round_cpu!r}",

@@ -107,10 +107,10 @@ def draw_workload(
     tool = tools_rng.choice(len(params.tools), size=n, p=np.asarray(params.tool_mix, dtype=float))
     cpu = sample_service_times(params.round_cpu, cpu_rng, (n, DRAWS_PER_CALL))
     think = think_rng.lognormal(
-        math.log(params.think_median_s), params.think_sigma, (n, DRAWS_PER_CALL)
+        math.log(params.think_time_median_s), params.think_time_sigma, (n, DRAWS_PER_CALL)
     )
     think *= params.think_scale
-    walked_away = think_rng.random((n, DRAWS_PER_CALL)) < params.never_answer_fraction
+    walked_away = think_rng.random((n, DRAWS_PER_CALL)) < params.never_answer_share
     # A user who walks away does not come back for the next question either.
     walked_away = np.logical_or.accumulate(walked_away, axis=1)
     think[walked_away] = np.inf

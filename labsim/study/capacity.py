@@ -62,13 +62,13 @@ def held_s_per_question(request: PlanRequest) -> float:
 
     Users who never answer are held the whole timeout.
     """
-    think = stats.lognorm(s=request.think_sigma, scale=request.think_median_s)
+    think = stats.lognorm(s=request.think_time_sigma, scale=request.think_time_median_s)
     timeout_s = request.answer_timeout_s
     # E[min(T, c)] = integral of the survival function from 0 to c.
     capped_s = float(
         sum(think.sf(timeout_s * (k + 0.5) / 400) for k in range(400)) * timeout_s / 400
     )
-    answering = 1 - request.never_answer_fraction
+    answering = 1 - request.never_answer_share
     return answering * capped_s + (1 - answering) * timeout_s
 
 

@@ -137,12 +137,16 @@ def inputs_table(
 
     rows: list[tuple[str, str, tuple[str, str]]] = [
         ("arrivals", f"Poisson, {request.rate_per_s:g} calls/s", given("rate_per_s")),
-        ("think time, median", f"lognormal, {request.think_median_s:g} s", given("think_median_s")),
-        ("think time, spread", f"sigma {request.think_sigma:g}", given("think_sigma")),
+        (
+            "think time, median",
+            f"lognormal, {request.think_time_median_s:g} s",
+            given("think_time_median_s"),
+        ),
+        ("think time, spread", f"sigma {request.think_time_sigma:g}", given("think_time_sigma")),
         (
             "users who never answer",
-            f"{request.never_answer_fraction:.1%}",
-            given("never_answer_fraction"),
+            f"{request.never_answer_share:.1%}",
+            given("never_answer_share"),
         ),
         ("tool mix", tool_mix_text(request.tools, request.tool_mix), given("tools")),
         ("server work per round", whole_round.describe(), _round_source(request, inputs, stated)),

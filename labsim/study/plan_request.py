@@ -2,7 +2,7 @@
 
 Each field of `PlanRequest` states its default, its source and its help once; the
 `plan` command makes one flag per field from them (`labsim.cli.plan`), under the
-field's name (`--think-median-s`) unless the field names the flag users know (`--rate`).
+field's name (`--think-time-median-s`) unless the field names the flag users know (`--rate`).
 The tools and their shares are one flag, `--tool-mix NAME=SHARE,...`. The work of a
 round (`--round-cpu-ms`, `--round-cpu-cv`, `--round-cpu-kind`) defaults to what the
 parameter file measured; a field left at None takes it from there.
@@ -60,8 +60,10 @@ class PlanRequest:
     rate_per_s: float = setting(
         20.0, help="tool calls arriving per second (Poisson)", flag="--rate", metavar="PER_S"
     )
-    think_median_s: float = setting(
-        WorkloadParams.think_median_s, help="median time a user takes over one question (s)"
+    think_time_median_s: float = setting(
+        WorkloadParams.think_time_median_s,
+        help="median time a user takes over one question (s)",
+        aliases=("--think-median-s",),
     )
     slo_p95_ms: float = setting(
         250.0,
@@ -76,8 +78,10 @@ class PlanRequest:
         help="the server's --max-connections: connections a replica keeps open at once (idle "
         "keep-alives, held streams and health checks count); beyond, 503",
     )
-    think_sigma: float = setting(
-        WorkloadParams.think_sigma, help="lognormal shape of the think time"
+    think_time_sigma: float = setting(
+        WorkloadParams.think_time_sigma,
+        help="lognormal shape of the think time",
+        aliases=("--think-sigma",),
     )
     tools: tuple[str, ...] = setting(
         WorkloadParams.tools,
@@ -93,8 +97,8 @@ class PlanRequest:
         parse=parse_tool_mix,
         format=tool_mix_text,
     )
-    never_answer_fraction: float = setting(
-        WorkloadParams.never_answer_fraction,
+    never_answer_share: float = setting(
+        WorkloadParams.never_answer_share,
         help="share of users who never answer",
         flag="--never-answer",
     )
@@ -141,7 +145,13 @@ class PlanRequest:
     max_replicas: int = setting(512, help="largest fleet the plan walks to")
 
     def __post_init__(self) -> None:
-        positive = ("rate_per_s", "think_median_s", "slo_p95_ms", "measure_s", "answer_timeout_s")
+        positive = (
+            "rate_per_s",
+            "think_time_median_s",
+            "slo_p95_ms",
+            "measure_s",
+            "answer_timeout_s",
+        )
         for name in positive:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and value > 0 and value < float("inf")):
@@ -167,7 +177,9 @@ class PlanRequest:
         try:
             WorkloadParams(**self.workload_fields())
         except ParameterError as error:
-            raise ParameterError(f"{error} (--tool-mix, --think-sigma, --never-answer)") from None
+            raise ParameterError(
+                f"{error} (--tool-mix, --think-time-sigma, --never-answer)"
+            ) from None
 
     def _check_counts(self) -> None:
         bounds = {
@@ -204,11 +216,11 @@ class PlanRequest:
         """The `WorkloadParams` fields this request sets."""
         return {
             "arrival_rate_per_s": self.rate_per_s,
-            "think_median_s": self.think_median_s,
-            "think_sigma": self.think_sigma,
+            "think_time_median_s": self.think_time_median_s,
+            "think_time_sigma": self.think_time_sigma,
             "tools": self.tools,
             "tool_mix": self.tool_mix,
-            "never_answer_fraction": self.never_answer_fraction,
+            "never_answer_share": self.never_answer_share,
         }
 
     @property
@@ -253,11 +265,11 @@ class PlanRequest:
 #: `--set` of one of them is refused, so that no setting is silently overwritten.
 SET_BY_REQUEST = {
     "arrival_rate_per_s": "--rate",
-    "think_median_s": "--think-median-s",
-    "think_sigma": "--think-sigma",
+    "think_time_median_s": "--think-time-median-s",
+    "think_time_sigma": "--think-time-sigma",
     "tools": "--tool-mix",
     "tool_mix": "--tool-mix",
-    "never_answer_fraction": "--never-answer",
+    "never_answer_share": "--never-answer",
     "round_cpu": "--round-cpu-ms, --round-cpu-cv, --round-cpu-kind",
     "answer_timeout_s": "--answer-timeout-s",
     "replicas": "the plan itself",

@@ -52,7 +52,7 @@ def queueing_params(
             tool_mix=(1.0, 0.0, 0.0),
             round_cpu=ServiceTime(mean_s=1.0 / service_rate_per_s, kind="exponential"),
             request_overhead_s=0.0,
-            never_answer_fraction=0.0,
+            never_answer_share=0.0,
         ),
         client=ClientParams(max_retries=0),
         cluster=ClusterParams(

@@ -173,8 +173,8 @@ def run_calibration(
         round_cpu_cv=spread.cv,
         network_s=fit.network_s,
         network_cv=fit.network_cv,
-        think_median_s=THINK_MEDIAN_S,
-        think_sigma=THINK_SIGMA,
+        think_time_median_s=THINK_MEDIAN_S,
+        think_time_sigma=THINK_SIGMA,
         held_call_bytes=round(held["rss_bytes_per_call"]) if held else _simulated_held(),
         max_restarts=LoadTestConfig().max_retries,
     )
@@ -347,8 +347,8 @@ def _calibrated(probe: dict[str, Any], fit: Fit) -> dict[str, Any]:
         "network_ms": fit.network_s * 1e3,
         "network_cv": fit.network_cv,
         "quote_cpu_ms": QUOTE_CPU_MS,
-        "think_median_s": THINK_MEDIAN_S,
-        "think_sigma": THINK_SIGMA,
+        "think_time_median_s": THINK_MEDIAN_S,
+        "think_time_sigma": THINK_SIGMA,
         "pacing_s": PACING_S,
     }
 

@@ -39,8 +39,8 @@ class LiveInputs:
     round_cpu_cv: float
     network_s: float
     network_cv: float
-    think_median_s: float
-    think_sigma: float
+    think_time_median_s: float
+    think_time_sigma: float
     held_call_bytes: int
     max_restarts: int
 
@@ -58,9 +58,9 @@ def base_params(inputs: LiveInputs, replicas: int = 1) -> SimParams:
         open_cpu_s=0.0,
         network_rtt_s=inputs.network_s,
         network_rtt_cv=inputs.network_cv,
-        think_median_s=inputs.think_median_s,
-        think_sigma=inputs.think_sigma,
-        never_answer_fraction=0.0,
+        think_time_median_s=inputs.think_time_median_s,
+        think_time_sigma=inputs.think_time_sigma,
+        never_answer_share=0.0,
         held_call_bytes=inputs.held_call_bytes,
         max_call_restarts=inputs.max_restarts,
         reconnect_delay_s=0.05,  # the load test's client: 50 ms, doubling

@@ -79,7 +79,9 @@ def run_upgrade(
     # the calls asked for never start (in a trial, 179 calls live where 272 were asked).
     offered = statistics.fmean(run["offered_per_s"] for run in runs)
     simulated = predict_upgrade(
-        replace(inputs, think_median_s=UPGRADE_THINK_MEDIAN_S, think_sigma=UPGRADE_THINK_SIGMA),
+        replace(
+            inputs, think_time_median_s=UPGRADE_THINK_MEDIAN_S, think_time_sigma=UPGRADE_THINK_SIGMA
+        ),
         arch,
         replicas=2,
         rate_per_s=offered,
@@ -106,7 +108,7 @@ def run_upgrade(
         "rate_per_s": rate,
         "offered_per_s": offered,
         "drain_timeout_s": UPGRADE_DRAIN_TIMEOUT_S,
-        "think_median_s": UPGRADE_THINK_MEDIAN_S,
+        "think_time_median_s": UPGRADE_THINK_MEDIAN_S,
         "restart_s": restart,
         "repeats": repeats,
         **{key: figure(key) for key in ("lost", "re_prompts", "restarts", "calls")},

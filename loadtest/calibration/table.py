@@ -27,7 +27,7 @@ def print_calibration(report: dict[str, Any]) -> None:
         f"{c['probe_service_ms']:.3f} ms, {c['probe_round_ms']:.3f} ms without background; the "
         f"delay beyond them (network + LB + client) "
         f"{c['network_ms']:.3f} ms per round "
-        f"(mean, lognormal cv {c['network_cv']:.2f}); think median {c['think_median_s']:g} s"
+        f"(mean, lognormal cv {c['network_cv']:.2f}); think median {c['think_time_median_s']:g} s"
     )
     print(
         f"service time per round, timed on the replica ({inputs['service_cv_rounds']} rounds "
@@ -85,7 +85,7 @@ def print_calibration(report: dict[str, Any]) -> None:
         up = report["upgrade"]
         print(
             f"rolling upgrade (drain timeout {up['drain_timeout_s']:g} s, think median "
-            f"{up['think_median_s']:g} s, restart {up['restart_s']:.2f} s, means of "
+            f"{up['think_time_median_s']:g} s, restart {up['restart_s']:.2f} s, means of "
             f"{up['repeats']} live runs): "
             + ", ".join(
                 f"{name} {up[key]['measured']:.1f} live "

@@ -118,9 +118,9 @@ def twin_params(config: LoadTestConfig, inputs: TwinInputs) -> labsim.SimParams:
             tool_mix=tuple(shares.values()),
             round_cpu=labsim.ServiceTime(mean_s=inputs.round_s),
             request_overhead_s=0.0,  # inside the calibrated time per round
-            think_median_s=config.think_time_median_s,
-            think_sigma=config.think_time_sigma,
-            never_answer_fraction=0.0,
+            think_time_median_s=config.think_time_median_s,
+            think_time_sigma=config.think_time_sigma,
+            never_answer_share=0.0,
             calls_per_session=inputs.calls_per_session,
             session_s=config.duration_s,
         ),

@@ -137,7 +137,7 @@ def open_calls(plan: Plan, rate_per_s: float) -> float:
     """Calls open at once at `rate_per_s` (Little's law): the users' think time, and the
     answer timeout of those who never answer."""
     work = plan.workload
-    think_mean_s = work.think_median_s * math.exp(work.think_sigma**2 / 2)
+    think_mean_s = work.think_time_median_s * math.exp(work.think_time_sigma**2 / 2)
     never = work.never_answer_share
     return rate_per_s * ((1 - never) * think_mean_s + never * work.answer_timeout_s)
 
@@ -202,8 +202,8 @@ def live_config(plan: Plan, case: LiveCase, replicas: int, duration_s: float) ->
         replicas=replicas,
         rate_per_s=case.rate_per_s,
         duration_s=duration_s,
-        think_time_median_s=work.think_median_s,
-        think_time_sigma=work.think_sigma,
+        think_time_median_s=work.think_time_median_s,
+        think_time_sigma=work.think_time_sigma,
         never_answer_share=work.never_answer_share,
         answer_timeout_s=work.answer_timeout_s,
         tool_mix=dict(case.tools),

@@ -35,8 +35,8 @@ class Workload:
     """What the plan's users do: the plan's request, and how its model's client retried."""
 
     rate_per_s: float
-    think_median_s: float
-    think_sigma: float
+    think_time_median_s: float
+    think_time_sigma: float
     tools: dict[str, float]
     never_answer_share: float
     answer_timeout_s: float
@@ -127,10 +127,10 @@ def parse_plan(document: Any, source: str = "plan") -> Plan:
     overhead_ms = workload.number("request_overhead_s") * 1e3
     loaded = Workload(
         rate_per_s=request.number("rate_per_s", positive=True),
-        think_median_s=request.number("think_median_s"),
-        think_sigma=request.number("think_sigma"),
+        think_time_median_s=request.number("think_time_median_s"),
+        think_time_sigma=request.number("think_time_sigma"),
         tools={str(name): float(share) for name, share in zip(tools, mix, strict=True)},
-        never_answer_share=request.number("never_answer_fraction"),
+        never_answer_share=request.number("never_answer_share"),
         answer_timeout_s=request.number("answer_timeout_s", positive=True),
         round_work=whole,
         tool_work=RoundWork(

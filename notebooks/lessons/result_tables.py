@@ -82,7 +82,7 @@ HEADINGS: dict[str, str] = {
     "replicas": "replicas",
     "policy": "shedding policy",
     "arrival_rate_per_s": "arrival rate (calls/s)",
-    "think_median_s": "think time, median (s)",
+    "think_time_median_s": "think time, median (s)",
     "checkpoint_fraction": "checkpoint at (share of the work)",
     "persistent_share": "calls to persistent tools (share)",
 }

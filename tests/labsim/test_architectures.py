@@ -47,7 +47,7 @@ def test_memory_held_is_the_users_thinking_time_times_the_call_footprint() -> No
 
 def test_users_who_answer_instantly_leave_nothing_held() -> None:
     for architecture in ARCHITECTURES:
-        result = run("steady", architecture, think_scale=0.0, never_answer_fraction=0.0)
+        result = run("steady", architecture, think_scale=0.0, never_answer_share=0.0)
         assert result.summary["peak_held_bytes"] == 0
         assert result.summary["completed_fraction"] == 1.0
 
@@ -87,7 +87,7 @@ def test_mrtr_carries_request_state_on_the_wire_both_ways() -> None:
 
 def test_server_latency_leaves_out_the_users_think_time() -> None:
     thinking = run("steady", "mrtr").measured_calls()
-    instant = run("steady", "mrtr", think_scale=0.0, never_answer_fraction=0.0).measured_calls()
+    instant = run("steady", "mrtr", think_scale=0.0, never_answer_share=0.0).measured_calls()
     done = thinking[thinking["outcome"] == "completed"]
     assert done["time_in_system_s"].mean() > 10 * done["server_latency_s"].mean()
     assert done["server_latency_s"].median() == pytest.approx(
@@ -110,7 +110,7 @@ def test_rounds_follow_the_tool_and_nobody_is_asked_twice_in_steady_state() -> N
 
 def test_a_user_who_never_answers_is_abandoned_at_the_answer_timeout() -> None:
     for architecture in ARCHITECTURES:
-        result = run("steady", architecture, never_answer_fraction=1.0)
+        result = run("steady", architecture, never_answer_share=1.0)
         calls = result.measured_calls()
         asking = calls["tool"] > 0
         assert (calls.loc[asking, "outcome"] == "abandoned").all()

@@ -44,7 +44,7 @@ def test_report_prints_every_model_and_the_time_plan_takes() -> None:
     assert "slowdown_min" in printed and "slowdown_max" in printed
     request = PlanRequest(
         rate_per_s=2.0,
-        think_median_s=10.0,
+        think_time_median_s=10.0,
         slo_p95_ms=250.0,
         memory_gb_per_replica=4.0,
         connection_limit=1024,

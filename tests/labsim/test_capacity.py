@@ -50,7 +50,7 @@ def cpu_bound(**changes: object) -> PlanRequest:
     """60 calls/s of 20 ms rounds on one-vCPU replicas: three replicas at 70% CPU."""
     fields: dict = {
         "rate_per_s": 60.0,
-        "think_median_s": 1.0,
+        "think_time_median_s": 1.0,
         "slo_p95_ms": 1000.0,
         "vcpus_per_replica": 1.0,
         "memory_gb_per_replica": 2.0,
@@ -85,7 +85,7 @@ def test_a_parameter_files_base_memory_changes_the_plan(tmp_path: Path) -> None:
     payload["values"]["held_call_bytes"] = 5_000_000  # a tool that keeps a document alive
     request = PlanRequest(
         rate_per_s=5.0,
-        think_median_s=20.0,
+        think_time_median_s=20.0,
         slo_p95_ms=1000.0,
         vcpus_per_replica=1.0,
         memory_gb_per_replica=2.0,
@@ -110,7 +110,7 @@ def test_a_parameter_files_base_memory_changes_the_plan(tmp_path: Path) -> None:
 def test_one_fewer_shows_what_broke_when_held_streams_fill_the_connections() -> None:
     request = PlanRequest(
         rate_per_s=10.0,
-        think_median_s=10.0,
+        think_time_median_s=10.0,
         slo_p95_ms=200.0,
         vcpus_per_replica=1.0,
         memory_gb_per_replica=2.0,

@@ -16,9 +16,9 @@ def upgrade_summary(on_answer: bool) -> dict:
         horizon_s=80.0,
         warmup_s=0.0,
         tool_mix=(0.0, 1.0, 0.0),  # get_weather: one question
-        think_median_s=2.0,
-        think_sigma=0.3,
-        never_answer_fraction=0.0,
+        think_time_median_s=2.0,
+        think_time_sigma=0.3,
+        never_answer_share=0.0,
         faults=(RollingUpgrade(at_s=20.0, drain_timeout_s=0.2, restart_s=1.0),),
         cut_noticed_on_answer=on_answer,
     )

@@ -70,7 +70,7 @@ def test_a_sweep_varies_one_parameter_and_shows_its_effect() -> None:
         replications=2,
         architectures=("sticky",),
         processes=2,
-        never_answer_fraction=0.0,
+        never_answer_share=0.0,
         **SHORT,
     )
     # Without users who never answer, memory held scales with think time.

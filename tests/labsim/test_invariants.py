@@ -19,7 +19,7 @@ deployments = st.builds(
         lb_policy=policy,
         shed_policy=shed,
         think_scale=think,
-        never_answer_fraction=never,
+        never_answer_share=never,
         answer_timeout_s=60.0,
     ),
     rate=st.floats(0.5, 15.0),

@@ -14,8 +14,8 @@ from labsim.model import measured
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["--answer-timeout-s", "30", "--measure-s", "60", "--replications", "2"]
 REQUEST_FIELDS = {
-    "rate_per_s", "think_median_s", "think_sigma", "tools", "tool_mix",
-    "never_answer_fraction", "round_cpu_ms", "round_cpu_cv", "round_cpu_kind", "slo_p95_ms",
+    "rate_per_s", "think_time_median_s", "think_time_sigma", "tools", "tool_mix",
+    "never_answer_share", "round_cpu_ms", "round_cpu_cv", "round_cpu_kind", "slo_p95_ms",
     "slo_completed_share", "connection_limit", "memory_gb_per_replica", "vcpus_per_replica",
     "answer_timeout_s", "seed",
 }  # fmt: skip
@@ -37,8 +37,9 @@ def labsim_plan(*args: str, timeout_s: float = 120) -> subprocess.CompletedProce
 
 def test_the_plan_file_has_what_verify_plan_reads(tmp_path: Path) -> None:
     out, figure = tmp_path / "plan.json", tmp_path / "plan.png"
-    args = ["--rate", "10", "--think-median-s", "10", "--connection-limit", "24", "--vcpus", "1",
-            "--memory-gb-per-replica", "2", "--round-cpu-ms", "2", "--round-cpu-cv", "0.5",
+    args = ["--rate", "10", "--think-time-median-s", "10", "--connection-limit", "24",
+            "--vcpus", "1", "--memory-gb-per-replica", "2", "--round-cpu-ms", "2",
+            "--round-cpu-cv", "0.5",
             "--json", str(out), "--plot", str(figure), *QUICK]  # fmt: skip
     done = labsim_plan(*args)
     assert done.returncode == 0, done.stderr

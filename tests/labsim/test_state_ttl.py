@@ -12,9 +12,9 @@ from labsim import SimParams, simulate
 SLOW_USERS = {
     "tools": ("update_work_item",),
     "tool_mix": (1.0,),
-    "think_median_s": 300.0,
-    "think_sigma": 1.0,
-    "never_answer_fraction": 0.0,
+    "think_time_median_s": 300.0,
+    "think_time_sigma": 1.0,
+    "never_answer_share": 0.0,
     "answer_timeout_s": 86_400.0,
     "arrival_rate_per_s": 2.0,
     "horizon_s": 3600.0,

@@ -62,7 +62,7 @@ def test_a_user_who_walks_away_never_answers_a_later_question() -> None:
 
 
 def test_think_time_scales_to_zero_for_instant_answers() -> None:
-    params = WorkloadParams(think_scale=0.0, never_answer_fraction=0.0)
+    params = WorkloadParams(think_scale=0.0, never_answer_share=0.0)
     workload = draw_workload(params, 200.0, seed=6)
     assert (workload.think_s == 0).all()
 
@@ -90,7 +90,7 @@ def test_changing_the_tool_mix_leaves_arrivals_and_think_times_alone() -> None:
         {"arrival_rate_per_s": -1.0},
         {"arrival_rate_per_s": 0.0},
         {"tool_mix": (0.5, 0.5, 0.5)},
-        {"never_answer_fraction": 1.5},
+        {"never_answer_share": 1.5},
         {"think_scale": -1.0},
         {"round_cpu": "fast"},
     ],

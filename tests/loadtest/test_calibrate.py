@@ -30,8 +30,8 @@ INPUTS = LiveInputs(
     round_cpu_cv=0.3,
     network_s=0.002,
     network_cv=0.5,
-    think_median_s=0.2,
-    think_sigma=0.5,
+    think_time_median_s=0.2,
+    think_time_sigma=0.5,
     held_call_bytes=40_000,
     max_restarts=8,
 )

@@ -109,7 +109,8 @@ def web_swarm(tmp_path: Path, args: list[str], state: str = "running") -> Iterat
 @pytest.fixture
 def ui_swarm(tmp_path: Path) -> Iterator[str]:
     """A swarm with its web UI: two MRTR replicas, one worker, two users started at once."""
-    with web_swarm(tmp_path, ["--replicas", "2", "--users", "2", "--think-time", "0.1"]) as url:
+    flags = ["--replicas", "2", "--users", "2", "--think-time-median-s", "0.1"]
+    with web_swarm(tmp_path, flags) as url:
         yield url
 
 
@@ -142,7 +143,7 @@ def replicas_own_held_calls(url: str) -> dict[str, int]:
 def test_the_lab_tab_counts_each_held_call_once_as_the_replicas_do(tmp_path: Path) -> None:
     # No --users: the swarm waits for START, as its --help says; START as the form does.
     args = ["--arch", "sticky", "--replicas", "2", "--tools", "get_weather=1"]
-    with web_swarm(tmp_path, [*args, "--think-time", "30"], state="ready") as url:
+    with web_swarm(tmp_path, [*args, "--think-time-median-s", "30"], state="ready") as url:
         started = httpx.post(f"{url}/swarm", data={"user_count": 6, "spawn_rate": 6}, timeout=10)
         assert started.status_code == 200 and started.json()["success"], started.text
         wait_for(lambda: _state(url) == "running", 30)

@@ -31,8 +31,9 @@ def loadtest(*words: str, timeout_s: float = 240) -> subprocess.CompletedProcess
 def make_plan(path: Path, *words: str) -> Path:
     """A plan of `labsim plan --json`, short to simulate."""
     command = [
-        sys.executable, "-m", "labsim", "plan", "--think-median-s", "0.2", "--think-sigma",
-        "0.5", "--never-answer", "0", "--vcpus", "1", "--connection-limit", "64",
+        sys.executable, "-m", "labsim", "plan", "--think-time-median-s", "0.2",
+        "--think-time-sigma", "0.5", "--never-answer", "0", "--vcpus", "1",
+        "--connection-limit", "64",
         "--tool-mix", "get_weather=1", "--measure-s", "10", "--replications", "2",
         "--max-replications", "2", *words, "--json", str(path),
     ]  # fmt: skip
@@ -63,7 +64,7 @@ def test_open_loop_arrivals_keep_coming_when_the_replica_cannot_keep_up(tmp_path
     out = tmp_path / "steady.json"
     result = loadtest(
         "scenario", "steady", "--arch", "mrtr", "--replicas", "1", "--rate", "10",
-        "--think-time", "0.05", "--tools", "quote=1", "--max-connections", "64",
+        "--think-time-median-s", "0.05", "--tools", "quote=1", "--max-connections", "64",
         "--tool-cpu-ms", "100", "--cpu-inline-max-ms", "1000", "--duration", "4",
         "--json", str(out),
     )  # fmt: skip

@@ -37,8 +37,8 @@ def plan_document(tmp_path_factory: Any) -> dict[str, Any]:
     """A small CPU-bound plan as `labsim plan --json` writes it: 2 replicas, one fewer 1."""
     out = tmp_path_factory.mktemp("plan") / "plan.json"
     command = [
-        sys.executable, "-m", "labsim", "plan", "--rate", "45", "--think-median-s", "0.3",
-        "--think-sigma", "0.5", "--never-answer", "0", "--slo-p95-ms", "100",
+        sys.executable, "-m", "labsim", "plan", "--rate", "45", "--think-time-median-s", "0.3",
+        "--think-time-sigma", "0.5", "--never-answer", "0", "--slo-p95-ms", "100",
         "--round-cpu-ms", "8", "--round-cpu-cv", "0.3", "--round-cpu-kind", "lognormal",
         "--vcpus", "1", "--connection-limit", "64", "--tool-mix", "get_weather=1",
         "--measure-s", "10", "--replications", "2", "--max-replications", "2",
