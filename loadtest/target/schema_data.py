@@ -99,9 +99,10 @@ def strategy_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
             else None,
         )
     if schema.get("type") == "string" and not (_SHAPED_TEXT & set(schema)):
-        # Free text as a person types it: letters, digits, spaces and punctuation.
+        # Free text as a person types it: letters, digits, spaces and punctuation, of the
+        # Basic Multilingual Plane (a JavaScript server counts a length in UTF-16 units).
         return st.text(
-            alphabet=st.characters(categories=("L", "N", "Zs", "P")),
+            alphabet=st.characters(categories=("L", "N", "Zs", "P"), max_codepoint=0xFFFF),
             min_size=int(schema.get("minLength", 0)),
             max_size=int(schema.get("maxLength", 40)),
         )
@@ -109,7 +110,25 @@ def strategy_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     # building that a command refused before it draws anything need not wait for.
     from hypothesis_jsonschema import from_schema
 
+    if schema.get("format") == "email" and not (_SHAPED_TEXT - {"format"}) & set(schema):
+        return _plain_emails(schema)
     if schema.get("type") == "integer":
         # Integers a JSON peer reads exactly (I-JSON, RFC 7493), unless the schema says less.
         schema = {"minimum": -SAFE_INTEGER, "maximum": SAFE_INTEGER, **schema}
     return from_schema(schema)
+
+
+#: The top-level domains of the addresses a user types.
+EMAIL_DOMAINS = ("org", "com", "net", "io", "example")
+
+
+def _plain_emails(schema: dict[str, Any]) -> st.SearchStrategy[str]:
+    """Addresses as people have them (`name.part@host.org`): the RFC allows far stranger
+    ones, which many servers' own checks refuse although `format: email` accepts them."""
+    local = st.from_regex(r"[a-z][a-z0-9]{0,7}(\.[a-z][a-z0-9]{0,7})?", fullmatch=True)
+    host = st.from_regex(r"[a-z][a-z0-9]{1,9}", fullmatch=True)
+    addresses = st.builds(
+        lambda name, at, top: f"{name}@{at}.{top}", local, host, st.sampled_from(EMAIL_DOMAINS)
+    )
+    shortest, longest = int(schema.get("minLength", 0)), int(schema.get("maxLength", 254))
+    return addresses.filter(lambda address: shortest <= len(address) <= longest)

@@ -53,9 +53,9 @@ class SessionHolder:
         if reply.status in RETRYABLE_STATUS or reply.body is None:
             raise StreamCut(f"initialize failed with HTTP {reply.status}")
         session_id = reply.headers.get(SESSION_HEADER.lower())
+        # A stateless server gives no session id (the transport lets a server choose): the
+        # session's requests then go without one.
         session.opened(reply.status, {SESSION_HEADER: session_id}, reply.body)
-        if not session.session_id:
-            raise McpError(-32603, f"initialize gave no {SESSION_HEADER}")
         http.post(*session.initialized_notification())
         self.session = session
         return session

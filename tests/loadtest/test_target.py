@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -18,23 +19,37 @@ from pathlib import Path
 import httpx
 import pytest
 
+from loadtest.bench.peers import typescript
 from loadtest.target import TargetError, discover
 from server.harness.process import free_port
 
 pytestmark = pytest.mark.integration
 
 SERVER = Path(__file__).with_name("sdk_server.py")
+TS_SERVER = Path(__file__).with_name("ts_server.mjs")
 
 
 class SdkServer:
-    """The SDK server as a child process on a port of its own."""
+    """An SDK's server as a child process on a port of its own (the Python SDK's by
+    default; `command` runs another, given its port)."""
 
-    def __init__(self, log: Path, *mode: str) -> None:
+    def __init__(
+        self,
+        log: Path,
+        *mode: str,
+        command: list[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log.open("w")
+        argv = (
+            [*command, str(self.port)]
+            if command
+            else [sys.executable, str(SERVER), str(self.port), *mode]
+        )
         self.process = subprocess.Popen(
-            [sys.executable, str(SERVER), str(self.port), *mode], stdout=self.log, stderr=self.log
+            argv, stdout=self.log, stderr=self.log, env={**os.environ, **(env or {})}
         )
 
     def wait_until_listening(self, timeout_s: float = 30.0) -> None:
@@ -68,6 +83,24 @@ def sdk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
 def legacy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
     """The same server as one built before 2026-07-28 would be: 2025-11-25 alone."""
     server = SdkServer(tmp_path_factory.mktemp("sdk-legacy") / "server.log", "legacy-only")
+    try:
+        server.wait_until_listening()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def ts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
+    """The same three tools on the official TypeScript SDK v2."""
+    if typescript.missing():
+        pytest.skip(typescript.missing() or "")
+    node = typescript.command(0, "plain")[0]
+    server = SdkServer(
+        tmp_path_factory.mktemp("ts") / "server.log",
+        command=[node, str(TS_SERVER)],
+        env=typescript.environment(),
+    )
     try:
         server.wait_until_listening()
         yield server
@@ -129,6 +162,28 @@ def test_a_server_of_2025_11_25_alone_is_measured_in_that_era_and_refused_the_ot
     run = _measure(legacy_server.url, "--tool", "book_room", "--era", "2026-07-28")
     assert run.returncode == 2
     assert "does not speak 2026-07-28; it speaks 2025-11-25" in run.stderr
+
+
+@pytest.mark.parametrize("tool", ["book_room", "transfer", "summarize"])
+def test_the_typescript_sdk_server_is_measured_tool_by_tool(
+    ts_server: SdkServer, tool: str, tmp_path: Path
+) -> None:
+    out = tmp_path / f"{tool}.json"
+    run = _measure(
+        ts_server.url, "--tool", tool, "--pid", str(ts_server.process.pid), "--calls", "10",
+        "--held-calls", "0", "--json", str(out),
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    document = json.loads(out.read_text())
+    modern = document["tools"][tool]["2026-07-28"]
+    assert modern["failed"] == 0, document["details"]["eras"]
+    assert modern["round_cpu"]["mean_ms"] > 0
+    if tool == "book_room":
+        # Its 2025-11-25 serving cannot ask (a request at a time, no stream to ask on):
+        # that era's failure is said in the server's words, the other era's figures kept.
+        assert "Cannot request input" in document["details"]["failed_eras"]["2025-11-25"]
+    if tool == "summarize":
+        assert set(document["tools"][tool]) == {"2026-07-28", "2025-11-25"}
 
 
 def test_an_answer_the_server_rejects_is_named_with_the_servers_text(
