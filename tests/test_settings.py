@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import typing
 from typing import Any
 
 import pytest
@@ -69,10 +70,21 @@ def flag_mismatches(config_type: type, parser: argparse.ArgumentParser, own: set
     return wrong
 
 
-def another(value: object, choices: tuple[object, ...] | None = None) -> object:
-    """A value of the same type as `value` that is not it."""
+#: A value for a setting unset by default (None), by the type it takes when set.
+WHEN_SET: dict[object, object] = {int: 7, float: 1.5, str: "other"}
+
+
+def another(
+    value: object, choices: tuple[object, ...] | None = None, hint: object = None
+) -> object:
+    """A value of the same type as `value` (or, for None, of the type `hint` allows) that
+    is not it."""
     if choices:
         return next(choice for choice in choices if choice != value)
+    if value is None:
+        settable = [kind for kind in typing.get_args(hint) if kind in WHEN_SET]
+        if settable:
+            return WHEN_SET[settable[0]]
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
@@ -87,13 +99,15 @@ def another(value: object, choices: tuple[object, ...] | None = None) -> object:
 def every_field_changed(config: Any, named: dict[str, object], keep: tuple[str, ...] = ()) -> Any:
     """`config` with every field that has a flag changed: `named` values, else `another`."""
     changes = {}
+    hints = typing.get_type_hints(type(config))
     for field in dataclasses.fields(config):
         if not setting_of(field).cli or field.name in keep:
             continue
         if field.name in named:
             changes[field.name] = named[field.name]
         else:
-            changes[field.name] = another(getattr(config, field.name), setting_of(field).choices)
+            value = getattr(config, field.name)
+            changes[field.name] = another(value, setting_of(field).choices, hints[field.name])
     changed = dataclasses.replace(config, **changes)
     same = [name for name in changes if getattr(changed, name) == getattr(config, name)]
     assert not same, f"not changed: {same}"
@@ -383,3 +397,32 @@ def test_older_flag_names_still_set_their_fields() -> None:
     assert config.answer_timeout_s == 5.0
     request = planned(["--think-median-s", "30", "--think-sigma", "1"])
     assert (request.think_time_median_s, request.think_time_sigma) == (30.0, 1.0)
+
+
+def test_where_a_replica_listens_round_trips_and_its_flags_are_its_fields() -> None:
+    own = set(flags_of(ServerConfig).values())
+    assert flag_mismatches(Listener, serve_parser(), own) == []
+    changed = every_field_changed(Listener(), {"host": "::1", "log_level": "info"})
+    back = serve_parser().parse_args(to_argv(changed))
+    assert Listener(**values_from_flags(Listener, back)) == changed
+
+
+def test_the_swarms_options_are_its_fields() -> None:
+    swarm = subcommand(build_parser(), "swarm")
+    own = {*flags_of(LoadTestConfig).values(), "--json"}
+    assert flag_mismatches(SwarmPlan, swarm, own) == []
+
+
+@dataclasses.dataclass(frozen=True)
+class HostingWithMore(Hosting):
+    """The check's hosting with one more setting, which no command offers."""
+
+    extra_s: float = setting(1.0, help="a setting nobody added to a command")
+
+
+def test_a_field_without_a_flag_and_a_flag_without_a_field_are_caught() -> None:
+    verify = subcommand(build_parser(), "verify-plan")
+    own = {"--arch", "--duration", "--warmup", "--json"}
+    assert flag_mismatches(HostingWithMore, verify, own) == ["field extra_s: no --extra-s"]
+    verify.add_argument("--loose", help="set by hand")
+    assert flag_mismatches(Hosting, verify, own) == ["flag --loose: no field"]
