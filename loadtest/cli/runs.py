@@ -139,6 +139,28 @@ def html_beside(json_path: str | None, arch: str = "") -> Path | None:
     return Path(json_path).with_suffix(f".{arch}.html" if arch else ".html")
 
 
+def target_config(args: argparse.Namespace) -> LoadTestConfig:
+    """A swarm on a target: the target discovered and its tools checked before anything
+    starts (refused in one line), its mix handed to the users; the run's configuration
+    with the target's tools as the mix."""
+    from loadtest.swarm.target_mix import plan_target_mix
+    from loadtest.target import TargetError
+
+    try:
+        mix = plan_target_mix(
+            args.target,
+            args.tool_mix,
+            era=args.era,
+            token=args.token,
+            tokens_file=args.tokens_file,
+            workload_path=args.workload,
+        )
+    except TargetError as error:
+        raise LoadTestError(str(error)) from None
+    mix.export()
+    return LoadTestConfig(**{**values_from_flags(LoadTestConfig, args), "tool_mix": mix.weights})
+
+
 def run_cluster(args: argparse.Namespace) -> int:
     from loadtest.harness.cluster import Cluster
 
@@ -189,7 +211,7 @@ def run_swarm(args: argparse.Namespace) -> int:
     from loadtest.scenarios.summary_table import print_table
     from loadtest.swarm.runner import run_swarm, run_workers
 
-    config = config_from(args)
+    config = target_config(args) if args.target else config_from(args)
     if args.join:
         return run_workers(config, args.join, args.workers)
     if not args.headless and (args.fault or args.json):

@@ -46,6 +46,31 @@ def print_table(summaries: list[dict[str, Any]]) -> None:
     for s in summaries:
         for line in headline(s):
             print(f"{s['arch']}: {line}")
+    for s in summaries:
+        if s.get("target") and s.get("per_tool"):
+            print_tool_table(s["per_tool"])
+
+
+def print_tool_table(tools: dict[str, dict[str, Any]]) -> None:
+    """A swarm on a target, tool by tool: calls, how they ended, rounds per completed call,
+    latency; then each tool's failures in the server's words."""
+    width = max([len("tool"), *(len(name) for name in tools)])
+    header = (
+        f"{'tool':<{width}} {'calls':>6} {'done':>6} {'failed':>6} {'lost':>5} "
+        f"{'rounds':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name, t in tools.items():
+        rounds = "-" if t["rounds_mean"] is None else f"{t['rounds_mean']:.2f}"
+        print(
+            f"{name:<{width}} {t['calls']:>6} {t['completed']:>6} {t['failed']:>6} "
+            f"{t['lost']:>5} {rounds:>6} {_ms(t['p50_ms']):>8} {_ms(t['p95_ms']):>8} "
+            f"{_ms(t['p99_ms']):>8}"
+        )
+    for name, t in tools.items():
+        for reason, n in t["failures"].items():
+            print(f"{name}: {n} x {reason}")
 
 
 def headline(summary: dict[str, Any]) -> list[str]:

@@ -19,12 +19,11 @@ many workers and machines run the users.
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import json
 import os
 import random
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import gevent
@@ -35,19 +34,25 @@ from locust.contrib.fasthttp import FastHttpSession
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import USERS_SECRET_ENV, task_tools
 from loadtest.swarm import call_relay
-from loadtest.swarm.locust_stats import CALL, REPLICA_COUNTS, install, round_kind
+from loadtest.swarm.locust_stats import CALL, install
+from loadtest.swarm.target_mix import TargetCaller, era_of_user, exported_mix
+from loadtest.swarm.user_http import UserHttp
 from loadtest.users.flows import Backoff, CallRecord, run_mrtr_flow
-from loadtest.users.http_interface import HttpReply, StreamCut, StreamReply
 from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
 from loadtest.users.simulated_user import ThinkTime, crunch_units_for, tool_arguments, tool_cpu_ms
 from loadtest.users.task_flow import WIRES, run_task_flow
 from server.harness.principals import user_headers
-from server.protocol.jsonrpc import json_object
 
 CONFIG = LoadTestConfig(**json.loads(os.environ.get("LOADTEST_CONFIG", "{}")))
 CALLS_FILE = os.environ.get("LOADTEST_CALLS_FILE")
 STARTED_FILE = os.environ.get("LOADTEST_STARTED_FILE")
 TASK_TOOLS = set(task_tools(CONFIG.tool_mix))
+#: A target's own tools, when the swarm drives one (`--target`): what its users call.
+TARGET = exported_mix()
+if TARGET is not None:
+    TARGET.warm_up()
+#: The index of each user this process starts (a target's users split between its eras).
+USER_INDEX = itertools.count()
 #: How the users' client waits before it sends a refused round again.
 BACKOFF = Backoff(CONFIG.retry_backoff_s, CONFIG.retry_backoff_max_s)
 #: How long open-loop calls still running at the end may take, when Locust names no
@@ -78,72 +83,6 @@ def announce_start(**kwargs: Any) -> None:
     if STARTED_FILE:
         with open(STARTED_FILE, "w") as marker:
             marker.write(repr(time.time()))
-
-
-class UserHttp:
-    """One user's HTTP client: its own connections and cookies (the sticky balancer's), and
-    its own principal. Implements the flows' `Post` and `LegacyHttp` on Locust's fast client,
-    whose requests land in Locust's statistics by round kind and per replica."""
-
-    def __init__(self, client: Any, auth: dict[str, str], path: str = "/mcp") -> None:
-        self.client = client
-        self.auth = auth
-        self.path = path
-
-    def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
-        """One POST; JSON-RPC errors count as Locust failures."""
-        kind = round_kind(body)
-        with self.client.post(
-            self.path,
-            data=json.dumps(body),
-            headers={**headers, **self.auth},
-            name=kind,
-            catch_response=True,
-        ) as response:
-            REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
-            parsed = json_object(response.text)
-            judge(response, parsed)
-            return HttpReply(
-                response.status_code or 0,
-                header(response, "x-served-by"),
-                parsed,
-                {k.lower(): v for k, v in (response.headers or {}).items()},
-            )
-
-    @contextlib.contextmanager
-    def stream(self, headers: dict[str, str], body: dict[str, Any]) -> Iterator[StreamReply]:
-        """A POST whose answer may be an SSE stream, read line by line as it arrives."""
-        kind = round_kind(body, streamed=True)
-        with self.client.post(
-            self.path,
-            data=json.dumps(body),
-            headers={**headers, **self.auth},
-            name=kind,
-            stream=True,
-            catch_response=True,
-        ) as response:
-            REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
-            is_stream = (header(response, "content-type") or "").startswith("text/event-stream")
-            parsed = None if is_stream else json_object(response.text)
-            judge(response, parsed)
-
-            def lines() -> Iterator[str]:
-                raw = getattr(response, "_response", None)
-                if raw is None:
-                    raise StreamCut("no stream to read")
-                try:
-                    while line := raw.readline(b"\n"):
-                        yield line.decode().rstrip("\n")
-                except Exception as exc:  # the socket closed under us: a cut stream
-                    raise StreamCut(f"stream broke: {type(exc).__name__}") from exc
-
-            yield StreamReply(
-                response.status_code or 0,
-                header(response, "x-served-by"),
-                is_stream,
-                parsed,
-                lines,
-            )
 
 
 class FlowUser(FastHttpUser):
@@ -179,7 +118,7 @@ class FlowUser(FastHttpUser):
             CONFIG.think_time_median_s, CONFIG.think_time_sigma, self.rng, CONFIG.never_answer_share
         )
         # A principal of its own: the replicas' caps are per principal.
-        self.http = UserHttp(self.client, user_headers(os.environ.get(USERS_SECRET_ENV)))
+        self.http = UserHttp(self.client, self.credentials())
         self.holder = SessionHolder()
         self.calls = gevent.pool.Group()
         self.running: dict[Any, CallRecord] = {}
@@ -230,7 +169,7 @@ class FlowUser(FastHttpUser):
             # A legacy answer is POSTed while the call's stream is still open.
             concurrency=self.concurrency,
         )
-        http = UserHttp(client, user_headers(os.environ.get(USERS_SECRET_ENV)))
+        http = UserHttp(client, self.credentials())
         me = gevent.getcurrent()
         self.running[me] = CallRecord(tool="", arch=self.arch, started=time.time())
         try:
@@ -295,6 +234,14 @@ class FlowUser(FastHttpUser):
         """Run one call the way this architecture's client does."""
         raise NotImplementedError
 
+    def credentials(self) -> dict[str, str]:
+        """The user's headers: a principal of its own (the replicas' caps are per principal)."""
+        return user_headers(os.environ.get(USERS_SECRET_ENV))
+
+    def failure(self, record: CallRecord) -> str:
+        """What Locust's Failures tab says of a call that did not complete."""
+        return record.outcome
+
     def report(self, record: CallRecord) -> None:
         if not CONFIG.rate_per_s:
             self.last_call_s = record.ended - record.started
@@ -303,22 +250,10 @@ class FlowUser(FastHttpUser):
             name=record.tool,
             response_time=record.latency_ms,
             response_length=0,  # a call has no one body; its rounds are the POST rows
-            exception=None if record.outcome == "completed" else RuntimeError(record.outcome),
+            exception=None if record.outcome == "completed" else RuntimeError(self.failure(record)),
             context={"arch": record.arch},
         )
         call_relay.deliver(self.environment, record)
-
-
-def header(response: Any, name: str) -> str | None:
-    return response.headers.get(name) if response.headers else None
-
-
-def judge(response: Any, parsed: dict[str, Any] | None) -> None:
-    """Mark JSON-RPC errors and HTTP failures as Locust failures."""
-    if parsed is not None and "error" in parsed:
-        response.failure(f"JSON-RPC {parsed['error'].get('code')}")
-    elif not response.status_code or response.status_code >= 400:
-        response.failure(f"HTTP {response.status_code}")
 
 
 class MrtrUser(FlowUser):
@@ -364,3 +299,37 @@ class SseStoreUser(LegacyUser):
     """Legacy SSE behind round-robin: answers travel to the holding replica through Redis."""
 
     arch = "sse-store"
+
+
+class TargetUser(FlowUser):
+    """A user of a target's own tools (`--target URL`): each call's tool drawn by the mix's
+    weights, its arguments from the tool's schema or the workload file, every question
+    answered validly (`loadtest.swarm.target_mix`), in the era the user speaks. Failures
+    carry the server's words to Locust's Failures tab."""
+
+    def on_start(self) -> None:
+        if TARGET is None:
+            raise RuntimeError("a TargetUser needs the target's mix (python -m loadtest swarm)")
+        self.index = next(USER_INDEX)
+        super().on_start()
+        era = era_of_user(TARGET, self.index)
+        self.caller = TargetCaller(TARGET, era, self.rng, TARGET.workload())
+        self.arch = self.caller.arch
+
+    def credentials(self) -> dict[str, str]:
+        token = TARGET.tokens[self.index % len(TARGET.tokens)] if TARGET else None
+        return {"Authorization": f"Bearer {token}"} if token else {}
+
+    def failure(self, record: CallRecord) -> str:
+        return f"{record.outcome}: {record.error}" if record.error else record.outcome
+
+    def one_call(
+        self, http: UserHttp, holder: SessionHolder, pending: CallRecord | None = None
+    ) -> CallRecord:
+        tool = self.caller.pick_tool()
+        if pending is not None:
+            pending.tool = tool
+        return self.caller.call(
+            http.post, http, holder, tool, think=self.think, rng=self.rng,
+            max_retries=CONFIG.max_retries, sleep=gevent.sleep, backoff=BACKOFF,
+        )  # fmt: skip

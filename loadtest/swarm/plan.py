@@ -15,7 +15,10 @@ from pathlib import Path
 
 from loadtest.config import FAULTS
 from server.flags import setting
+from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 
+#: What `--era` takes with a target: one protocol era, or both it speaks (users split).
+TARGET_ERAS = (MODERN_VERSION, LEGACY_VERSION, "both")
 #: Locust's own port for workers to reach their master.
 LOCUST_MASTER_PORT = 5557
 
@@ -44,7 +47,26 @@ class SwarmPlan:
         None,
         metavar="URL",
         help="drive this MCP endpoint (e.g. http://host:8000/mcp) instead of a cluster of the "
-        "lab's own; faults then come from its operator",
+        "lab's own, calling its own tools (--tools NAME=W,...; default: every tool it lists, "
+        "equally); faults then come from its operator",
+    )
+    era: str = setting(
+        "both",
+        choices=TARGET_ERAS,
+        help="with --target: the protocol era its users speak; both: the users split between "
+        "the eras it speaks",
+    )
+    token: str | None = setting(
+        None, help="with --target: a bearer token every user sends (default: anonymous)"
+    )
+    tokens_file: str | None = setting(
+        None, help="with --target: bearer tokens, one a line, one per simulated user"
+    )
+    workload: str | None = setting(
+        None,
+        metavar="FILE",
+        help="with --target: a workload file (TOML): per tool, its arguments and answers "
+        "(the rest drawn from the tool's schemas)",
     )
     headless: bool = setting(
         False, help="no web UI: run --users for --duration seconds, then summarise"

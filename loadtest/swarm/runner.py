@@ -53,7 +53,8 @@ from loadtest.swarm.locust_stats import (
     write_html_report,
 )
 from loadtest.swarm.plan import LOCUST_MASTER_PORT, SwarmPlan
-from loadtest.swarm.user_classes import LOCUSTFILE, USER_CLASSES
+from loadtest.swarm.target_mix import exported_mix
+from loadtest.swarm.user_classes import LOCUSTFILE, TARGET_USER_CLASS, USER_CLASSES
 
 
 def _say(line: str) -> None:
@@ -174,7 +175,8 @@ def run_swarm(
         # MRTR_JWT_SECRET names it), here and in the workers, which inherit the environment.
         secret = cluster.jwt_secret if cluster else os.environ.get("MRTR_JWT_SECRET", "")
         os.environ[USERS_SECRET_ENV] = secret
-        env = _environment(config, url, plan.headless)
+        user_class = TARGET_USER_CLASS if _drives_target(plan) else USER_CLASSES[config.arch]
+        env = _environment(config, url, plan.headless, user_class)
         runner = (
             env.create_master_runner(plan.master_bind, plan.master_port)
             if plan.workers > 0 or plan.expect_workers > 0
@@ -200,8 +202,13 @@ def run_swarm(
     return None
 
 
-def _environment(config: LoadTestConfig, url: str, headless: bool) -> Environment:
-    """Locust's environment for the swarm's users, against `url`."""
+def _drives_target(plan: SwarmPlan) -> bool:
+    """Whether the swarm's users call a target's own tools (its mix was exported)."""
+    return plan.target is not None and exported_mix() is not None
+
+
+def _environment(config: LoadTestConfig, url: str, headless: bool, user_class: str) -> Environment:
+    """Locust's environment for the swarm's users (of `user_class`), against `url`."""
     os.environ["LOADTEST_CONFIG"] = json.dumps(dataclasses.asdict(config))
     from loadtest.swarm import locustfile  # reads LOADTEST_CONFIG (the local runner's users)
 
@@ -214,7 +221,7 @@ def _environment(config: LoadTestConfig, url: str, headless: bool) -> Environmen
     # Locust's web UI parses sys.argv again on every page: give it Locust's arguments.
     sys.argv = [sys.argv[0], *locust_args]
     return Environment(
-        user_classes=[getattr(locustfile, USER_CLASSES[config.arch])],
+        user_classes=[getattr(locustfile, user_class)],
         events=locust.events,
         host=host,
         parsed_options=options,

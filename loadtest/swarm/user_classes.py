@@ -14,3 +14,5 @@ from pathlib import Path
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 #: The Locust user class of each architecture, defined in `LOCUSTFILE`.
 USER_CLASSES = {"mrtr": "MrtrUser", "sticky": "StickyUser", "sse-store": "SseStoreUser"}
+#: The user class of a swarm on a target (`--target`), calling the target's own tools.
+TARGET_USER_CLASS = "TargetUser"
