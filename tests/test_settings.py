@@ -13,11 +13,11 @@ import pytest
 
 from labsim.cli.main import parser as labsim_parser
 from labsim.cli.plan import request_from
-from labsim.study.plan_request import PlanRequest
+from labsim.study.plan_request import PlanRequest, parse_tool_mix
 from loadtest.__main__ import build_parser
 from loadtest.cli.options import RUN_SETTINGS
 from loadtest.cli.runs import config_from
-from loadtest.config import LoadTestConfig
+from loadtest.config import LoadTestConfig, tool_mix_of
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
@@ -426,3 +426,11 @@ def test_a_field_without_a_flag_and_a_flag_without_a_field_are_caught() -> None:
     assert flag_mismatches(HostingWithMore, verify, own) == ["field extra_s: no --extra-s"]
     verify.add_argument("--loose", help="set by hand")
     assert flag_mismatches(Hosting, verify, own) == ["flag --loose: no field"]
+
+
+def test_the_load_tests_tools_and_the_plans_tool_mix_read_one_syntax() -> None:
+    text = "get_weather=0.25, crunch =0.75"
+    live = tool_mix_of(text)
+    planned_mix = parse_tool_mix(text)
+    assert list(live) == list(planned_mix["tools"]) == ["get_weather", "crunch"]
+    assert tuple(live.values()) == planned_mix["tool_mix"] == (0.25, 0.75)
