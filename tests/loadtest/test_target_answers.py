@@ -157,3 +157,27 @@ def test_a_failure_carries_the_servers_text_and_says_when_an_answer_was_rejected
     assert rpc_error_failure(error, after_answers=True) == (
         "answer rejected: -32602: inputResponses.booking: 'x' is not an email"
     )
+
+
+def test_sampling_and_roots_are_answered_from_the_workload_file(tmp_path: Path) -> None:
+    workload = read_workload(
+        _workload(
+            tmp_path,
+            '[sampling]\ntext = "Lima"\nmodel = "m1"\n'
+            '[[roots]]\nuri = "file:///srv/project"\nname = "project"\n',
+        )
+    )
+    answer = answers_for("book_room", workload)
+    sampled = answer("s", {"method": "sampling/createMessage", "params": {}}, random.Random(0))
+    assert sampled["content"]["text"] == "Lima" and sampled["model"] == "m1"
+    roots = answer("r", {"method": "roots/list", "params": {}}, random.Random(0))
+    assert roots == {"roots": [{"uri": "file:///srv/project", "name": "project"}]}
+
+
+def test_a_workload_answer_the_form_refuses_is_named(tmp_path: Path) -> None:
+    workload = read_workload(
+        _workload(tmp_path, "[tools.book_room.answers.booking]\nattendees = 50\n")
+    )
+    request = {"method": "elicitation/create", "params": {"requestedSchema": FORMS[0]}}
+    with pytest.raises(TargetError, match=r"answers\.booking\.attendees: 50 does not fit"):
+        answers_for("book_room", workload)("booking", request, random.Random(0))
