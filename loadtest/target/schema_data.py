@@ -88,6 +88,15 @@ def strategy_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
                 if name not in required
             },
         )
+    if schema.get("type") == "object":
+        # Free-form: a few entries of plain values (hypothesis-jsonschema's own object
+        # strategy is not used: it fails on the hypothesis releases the lab installs).
+        extra = schema.get("additionalProperties")
+        return st.dictionaries(
+            st.text(alphabet="abcdefghijklmnopqrstuvwxyz._", min_size=1, max_size=12),
+            strategy_for(extra) if isinstance(extra, dict) else _plain_values,
+            max_size=3,
+        )
     items = schema.get("items")
     if schema.get("type") == "array" and isinstance(items, dict):
         return st.lists(
@@ -118,6 +127,12 @@ def strategy_for(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     return from_schema(schema)
 
 
+#: The values of a free-form object's entries: what a person writes in a form field.
+_plain_values = (
+    st.booleans()
+    | st.integers(-1000, 1000)
+    | st.text(alphabet=st.characters(categories=("L", "N", "Zs")), max_size=12)
+)
 #: The top-level domains of the addresses a user types.
 EMAIL_DOMAINS = ("org", "com", "net", "io", "example")
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from loadtest.target import Auth, Target, TargetError, TargetTool, answers_for
-from loadtest.target.workload import ToolArguments, check_workload, read_workload
+from loadtest.target.workload import ToolArguments, ToolWorkload, check_workload, read_workload
 from loadtest.users.call_failure import rpc_error_failure, tool_error_failure
 from server.client import McpError
 
@@ -181,3 +181,25 @@ def test_a_workload_answer_the_form_refuses_is_named(tmp_path: Path) -> None:
     request = {"method": "elicitation/create", "params": {"requestedSchema": FORMS[0]}}
     with pytest.raises(TargetError, match=r"answers\.booking\.attendees: 50 does not fit"):
         answers_for("book_room", workload)("booking", request, random.Random(0))
+
+
+def test_arguments_with_a_free_form_object_and_a_list_are_drawn_valid() -> None:
+    tool = TargetTool(
+        name="update_work_item",
+        description="",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "workItemId": {"type": "integer"},
+                "fields": {"type": "object"},
+                "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+            },
+            "required": ["workItemId", "fields"],
+        },
+    )
+    arguments = ToolArguments(tool, ToolWorkload(), random.Random(3))
+    validator = jsonschema_rs.validator_for(tool.input_schema)
+    drawn = [arguments.next() for _ in range(10)]
+    assert all(validator.is_valid(value) for value in drawn), drawn
+    # Integers stay within what every JSON peer reads exactly.
+    assert all(abs(value["workItemId"]) < 2**53 for value in drawn)
