@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from loadtest.cli.options import add_json_option, command_options, run_settings,
 from loadtest.config import ARCHITECTURES, LoadTestConfig, LoadTestError
 from loadtest.swarm.plan import SwarmPlan
 from loadtest.users.tool_mix import ToolMixError, check_tool_mix
+from server.core.methods import SERVER_INFO
 from server.flags import add_flags, setting_of, values_from_flags
 
 #: How each replica of the lab's cluster is started: every command that starts one takes them.
@@ -142,19 +144,29 @@ def html_beside(json_path: str | None, arch: str = "") -> Path | None:
 def target_config(args: argparse.Namespace) -> LoadTestConfig:
     """A swarm on a target: the target discovered and its tools checked before anything
     starts (refused in one line), its mix handed to the users; the run's configuration
-    with the target's tools as the mix."""
+    with the target's tools as the mix. A deployment of the lab's own server keeps the
+    lab's users, their demo mix (`--tools`) and the era of `--arch`."""
     from loadtest.swarm.target_mix import plan_target_mix
     from loadtest.target import TargetError
+    from server.harness.principals import user_token
 
+    # Without a token of its own, a lab deployment's users mint theirs with its secret.
+    secret = os.environ.get("MRTR_JWT_SECRET")
+    token = args.token or (user_token(secret) if secret and not args.tokens_file else None)
     try:
         mix = plan_target_mix(
             args.target,
             args.tool_mix,
             era=args.era,
-            token=args.token,
+            token=token,
             tokens_file=args.tokens_file,
             workload_path=args.workload,
         )
+        if mix.server_name == SERVER_INFO["name"]:
+            # A deployment of the lab's own server: its users know its tools (tasks run as
+            # tasks, answers it checks, results verified) and speak the era of --arch.
+            return config_from(args)
+        mix.warm_up()  # each tool's arguments drawn once: a schema that gives none refused
     except TargetError as error:
         raise LoadTestError(str(error)) from None
     mix.export()

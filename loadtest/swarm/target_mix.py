@@ -103,8 +103,17 @@ class TargetMix:
         """Draw each tool's arguments once, so that the draws' pools (and the generator
         behind them, seconds to load) are ready before the users start, not in their calls."""
         rng = random.Random(0)
+        workload = self.workload()
         for name, tool in self.tools.items():
-            ToolArguments(tool, answers_for(name, None).table, rng).next()
+            try:
+                ToolArguments(tool, answers_for(name, workload).table, rng).next()
+            except TargetError:
+                raise
+            except Exception as error:  # the generator could not draw from this schema
+                raise TargetError(
+                    f"{name}'s inputSchema gives no arguments to draw: "
+                    f"{type(error).__name__}: {str(error).splitlines()[0]}"
+                ) from None
         # A shaped field, as forms ask: loads the generator even when no argument needs it.
         pool_for({"type": "string", "format": "date"})
 
