@@ -64,6 +64,7 @@ HELD_KIB_SWEEP = [4, 41, 256, 1024, 4096, 16384]
 TTL_THINK_MEDIANS_S = [60, 300, 900] if QUICK else [30, 60, 120, 300, 600, 900, 1800]
 
 # %%
+import dataclasses
 import importlib.util
 import json
 import shlex
@@ -81,7 +82,8 @@ from labsim.cli.main import parser as labsim_parser
 from labsim.cli.plan import request_from, stated_fields
 from labsim.study import plots
 from labsim.study.capacity import first_guess, plan, simulated
-from labsim.study.plan_report import document, table
+from labsim.study.plan import ArchitectureAnswer, Plan
+from labsim.study.plan_report import table
 from labsim.study.plan_request import PlanRequest
 from lessons import recordings, result_tables
 from lessons.answers import hidden_answer
@@ -130,7 +132,7 @@ print(table(answer))
 
 # %%
 costs = pd.DataFrame(
-    {result_tables.label(a): r["cost_breakdown"] for a, r in answer["architectures"].items()}
+    {result_tables.label(a): r.cost_breakdown for a, r in answer.architectures.items()}
 ).T[["replicas_usd", "store_usd", "egress_usd"]]
 ax = costs.plot.bar(stacked=True, figsize=(7, 3.5), rot=0)
 ax.set_ylabel("USD per month")
@@ -407,40 +409,42 @@ VERIFY_COMMAND = (
     f"python -m loadtest verify-plan cpu.json --duration {LIVE_JUDGED_S:g} --json cpu.verified.json"
 )
 plan_args = labsim_parser().parse_args(shlex.split(PLAN_COMMAND)[3:])
-heavy_plan = plan(request_from(plan_args), processes=2)
+heavy_plan = dataclasses.replace(
+    plan(request_from(plan_args), processes=2, stated=stated_fields(plan_args)),
+    command=PLAN_COMMAND,
+)
 
 
-def planned_row(answer: dict) -> dict:
+def planned_row(answer: ArchitectureAnswer) -> dict:
     """One architecture's answer in a row: its fleet N, what binds it, and N-1."""
-    if answer["replicas"] is None:
-        return {"N (replicas)": "none", "binding": answer["binding"], "why": answer["reason"]}
-    fewer = answer.get("one_fewer") or {}
-    return {
-        "N (replicas)": answer["replicas"],
-        "binding": answer["binding"],
-        "p95 at N (ms)": answer["p95_ms"],
-        "N-1": fewer.get("replicas", "none"),
+    if answer.fleet is None:
+        return {"N (replicas)": "none", "binding": answer.binding, "why": answer.reason}
+    fewer = answer.one_fewer
+    row = {"N (replicas)": answer.fleet.replicas, "binding": answer.binding}
+    row["p95 at N (ms)"] = answer.fleet.p95_ms
+    row |= {"N-1": "none", "p95 at N-1 (ms)": None, "what breaks at N-1": "-"}
+    if fewer is not None:
+        row["N-1"] = fewer.replicas
         # No p95 is a miss: too few calls completed to have one.
-        "p95 at N-1 (ms)": "miss" if fewer and fewer["p95_ms"] is None else fewer.get("p95_ms"),
-        "what breaks at N-1": ", ".join(fewer.get("broke", [])) or "-",
-        "bill at N (USD/month)": answer["cost_per_month_usd"],
-    }
+        row["p95 at N-1 (ms)"] = "miss" if fewer.p95_ms is None else fewer.p95_ms
+        row["what breaks at N-1"] = ", ".join(fewer.broke) or "-"
+    return row | {"bill at N (USD/month)": answer.cost_per_month_usd}
 
 
 print(PLAN_COMMAND)
 planned = result_tables.columns(
-    {result_tables.label(a): planned_row(r) for a, r in heavy_plan["architectures"].items()},
+    {result_tables.label(a): planned_row(r) for a, r in heavy_plan.architectures.items()},
     digits=1,
 ).T
 claim(
-    all(r["binding"] == "cpu" for r in heavy_plan["architectures"].values())
-    and len({r["replicas"] for r in heavy_plan["architectures"].values()}) == 1,
+    all(r.binding == "cpu" for r in heavy_plan.architectures.values())
+    and len({r.replicas for r in heavy_plan.architectures.values()}) == 1,
     "with users who answer in a second, the CPU sizes every fleet, and all three are the same",
-    fleets={a: (r["replicas"], r["binding"]) for a, r in heavy_plan["architectures"].items()},
+    fleets={a: (r.replicas, r.binding) for a, r in heavy_plan.architectures.items()},
 )
 beyond_store = {
-    a: r["cost_per_month_usd"] - r["cost_breakdown"]["store_usd"]
-    for a, r in heavy_plan["architectures"].items()
+    a: (r.cost_per_month_usd or 0.0) - (r.cost_breakdown or {}).get("store_usd", 0.0)
+    for a, r in heavy_plan.architectures.items()
 }
 claim(
     max(beyond_store.values()) < 1.05 * min(beyond_store.values()),
@@ -482,8 +486,10 @@ LIVE_PARAMETERS = {
 
 def check_live() -> dict:
     """The plan above as `cpu.json`, and verify-plan's live verdicts on it."""
-    plan_json = json.loads(json.dumps(document(heavy_plan, PLAN_COMMAND, stated_fields(plan_args))))
-    verified = verify_plan(parse_plan(plan_json, "cpu.json"), judged_s=LIVE_JUDGED_S)
+    plan_json = json.loads(json.dumps(heavy_plan.to_json()))
+    verified = verify_plan(
+        parse_plan(plan_json, "cpu.json"), source="cpu.json", judged_s=LIVE_JUDGED_S
+    )
     return {"commands": [PLAN_COMMAND, VERIFY_COMMAND], "plan": plan_json, "verified": verified}
 
 
@@ -499,6 +505,8 @@ else:
     checked = recordings.live_or_recorded(
         NOTEBOOK, "verify", needed=INSTALLED, parameters=LIVE_PARAMETERS, run=check_live
     )
+# The plan the check tested, read as verify-plan reads it.
+checked_plan = Plan.from_json(checked.data["plan"], "cpu.json")
 changed = {
     name: value for name, value in LIVE_PARAMETERS.items() if checked.parameters[name] != value
 }
@@ -514,8 +522,8 @@ if changed:
         f"    {PLAN_COMMAND}\n    {VERIFY_COMMAND}"
     )
 elif checked.recorded:
-    fleets = {a: r["replicas"] for a, r in heavy_plan["architectures"].items()}
-    recorded_fleets = {a: r["replicas"] for a, r in checked.data["plan"]["architectures"].items()}
+    fleets = {a: r.replicas for a, r in heavy_plan.architectures.items()}
+    recorded_fleets = {a: r.replicas for a, r in checked_plan.architectures.items()}
     claim(
         checked.data["commands"] == [PLAN_COMMAND, VERIFY_COMMAND] and fleets == recorded_fleets,
         "the recording ran this section's commands, and tested a plan with the fleets of the "
@@ -582,7 +590,7 @@ pd.DataFrame({result_tables.label(a): side_by_side(e) for a, e in entries.items(
 
 
 # %%
-def p95_beside_slo(entries: dict, plan_json: dict, slo_ms: float, note: str) -> plt.Figure:
+def p95_beside_slo(entries: dict, planned: Plan, slo_ms: float, note: str) -> plt.Figure:
     """Per architecture (`entries`: verify-plan's), the p95 the plan simulated and the one
     measured live, at N and N-1, against the SLO."""
     archs = list(entries)
@@ -590,16 +598,16 @@ def p95_beside_slo(entries: dict, plan_json: dict, slo_ms: float, note: str) -> 
         1, len(archs), figsize=(11, 4), sharey=True, squeeze=False, layout="constrained"
     )
     for ax, arch in zip(axes[0], archs, strict=True):
-        entry, answer = entries[arch], plan_json["architectures"][arch]
-        sizes = [("N", entry, answer)]
+        entry, answer = entries[arch], planned.architectures[arch]
+        sizes = [("N", entry, answer.fleet)]
         if "one_fewer" in entry:
-            sizes.append(("N-1", entry["one_fewer"], answer.get("one_fewer") or {}))
+            sizes.append(("N-1", entry["one_fewer"], answer.one_fewer))
         ticks, simulated_ms, below, above, live_ms = [], [], [], [], []
         for name, run, simulated_run in sizes:
             n = run["plan"]["replicas"]
             ticks.append(f"{name}: {n} replica{'s' if n != 1 else ''}")
             p95 = run["plan"]["p95_ms"]
-            low, high = simulated_run.get("p95_ms_ci") or (None, None)
+            low, high = simulated_run.p95_ms_ci if simulated_run else (None, None)
             simulated_ms.append(np.nan if p95 is None else p95)
             below.append(np.nan if p95 is None or low is None else p95 - low)
             above.append(np.nan if p95 is None or high is None else high - p95)
@@ -624,9 +632,7 @@ def p95_beside_slo(entries: dict, plan_json: dict, slo_ms: float, note: str) -> 
     return fig
 
 
-fig = p95_beside_slo(
-    entries, checked.data["plan"], checked.parameters["HEAVY_SLO_P95_MS"], checked.note
-)
+fig = p95_beside_slo(entries, checked_plan, checked.parameters["HEAVY_SLO_P95_MS"], checked.note)
 plt.show()
 at_n = {a: (e.get("live") or {}).get("meets") for a, e in entries.items()}
 at_fewer = {
@@ -650,7 +656,7 @@ claim(
 )
 broke = {
     a: {
-        "plan": checked.data["plan"]["architectures"][a]["one_fewer"]["broke"],
+        "plan": list(checked_plan.architectures[a].one_fewer.broke),
         "live": e["one_fewer"]["live"]["broke"],
     }
     for a, e in entries.items()
@@ -667,7 +673,7 @@ claim(
 # share of time at work, live, at N-1 against the plan's CPU target:
 
 # %%
-target = checked.data["plan"]["request"]["target_cpu_utilization"]
+target = checked_plan.request.target_cpu_utilization
 busy = {
     result_tables.label(a): {
         "busy at N": max(e["live"]["cpu_utilization"].values()),
@@ -830,7 +836,6 @@ with hidden_answer(
     store's fleet, and its bill for replicas, did double.
     """
 ):
-    import dataclasses
     import math
 
     heavier = dataclasses.replace(request_from(plan_args), round_cpu_ms=2 * TOOL_CPU_MS)
@@ -843,25 +848,24 @@ with hidden_answer(
     doubled = plan(heavier, processes=2)
     display(
         result_tables.columns(
-            {result_tables.label(a): planned_row(r) for a, r in doubled["architectures"].items()},
+            {result_tables.label(a): planned_row(r) for a, r in doubled.architectures.items()},
             digits=1,
         ).T
     )
-    fleets = {a: r["replicas"] for a, r in doubled["architectures"].items()}
+    fleets = {a: r.replicas for a, r in doubled.architectures.items()}
     claim(
         fleets["mrtr"] == fleets["sticky"] == predicted
-        and doubled["architectures"]["mrtr"]["binding"] == "cpu",
+        and doubled.architectures["mrtr"].binding == "cpu",
         "for MRTR and the sticky balancer the plan agrees with the arithmetic",
         predicted=predicted,
         fleets=fleets,
     )
     claim(
-        fleets["sse-store"] > predicted
-        and doubled["architectures"]["sse-store"]["binding"] == "latency",
+        fleets["sse-store"] > predicted and doubled.architectures["sse-store"].binding == "latency",
         "SSE + shared store needs more replicas, for its latency",
-        sse_store=(fleets["sse-store"], doubled["architectures"]["sse-store"]["binding"]),
+        sse_store=(fleets["sse-store"], doubled.architectures["sse-store"].binding),
     )
-    before = {a: r["replicas"] for a, r in heavy_plan["architectures"].items()}
+    before = {a: r.replicas for a, r in heavy_plan.architectures.items()}
     claim(
         all(fleets[a] < 2 * before[a] for a in ("mrtr", "sticky")),
         "for MRTR and the sticky balancer, twice the work takes fewer than twice the replicas",

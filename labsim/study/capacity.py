@@ -18,15 +18,15 @@ Fargate sells them, a connection limit, a CPU target). For each architecture the
 4. names the binding constraint and prices the fleet per month (`labsim.model.cost`).
 
 The question is a `PlanRequest` (`labsim.study.plan_request`), its inputs a `PlanInputs`
-(`labsim.study.plan_inputs`); the replications of every architecture's next step run
-together, spread over every core.
+(`labsim.study.plan_inputs`), the answer a `Plan` (`labsim.study.plan`); the
+replications of every architecture's next step run together, spread over every core.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from scipy import stats
@@ -41,7 +41,9 @@ from labsim.model.tools import questions_per_call, requests_per_call
 from labsim.study import theory
 from labsim.study.experiments import RunSpec, replication_seeds, run_many
 from labsim.study.latency_floor import LatencyFloor, latency_floor
-from labsim.study.plan_inputs import PlanInputs, plan_inputs
+from labsim.study.plan import ArchitectureAnswer, Plan
+from labsim.study.plan_inputs import PlanInputs, inputs_table, plan_inputs
+from labsim.study.plan_report import notes
 from labsim.study.plan_request import PlanRequest
 from labsim.study.plan_verdict import (
     Verdict,
@@ -163,9 +165,11 @@ def plan(
     architectures: Sequence[str] = tuple(ARCHITECTURES),
     processes: int | None = None,
     progress: bool = False,
-) -> dict[str, Any]:
-    """Right-size each architecture for `request`: the answer of `labsim plan`, JSON-ready
-    (see `labsim.study.plan_report` for its document and table)."""
+    stated: Collection[str] = (),
+) -> Plan:
+    """Right-size each architecture for `request`: the answer of `labsim plan` (see
+    `labsim.study.plan_report` for its table). `stated` names the request's fields the
+    architect stated, which the plan's inputs list as stated rather than assumed."""
     request, shape_note = sold_shape(request)
     inputs = inputs or plan_inputs(architectures=architectures)
     whole = request.whole_round(inputs.measured_round)
@@ -187,17 +191,24 @@ def plan(
         if not floors[a].out_of_reach(request.slo_p95_ms)
     }
     _walk_all(request, deployments, walks, processes, progress)
-    return {
-        "request": request,
-        "whole_round": whole,
-        "shape_note": shape_note,
-        "inputs": inputs,
-        "deployments": {a: d.at(_size(walks.get(a))) for a, d in deployments.items()},
-        "architectures": {
-            a: _answer(request, walks.get(a), floors[a], guesses[a], deployments[a], a)
-            for a in architectures
-        },
+    answers = {
+        a: _answer(request, walks.get(a), floors[a], guesses[a], deployments[a], a)
+        for a in architectures
     }
+    first = next(iter(deployments))
+    return Plan(
+        # The server work per round as it was resolved, stated or the parameter file's.
+        request=dataclasses.replace(
+            request,
+            round_cpu_ms=whole.mean_s * 1e3,
+            round_cpu_cv=whole.cv,
+            round_cpu_kind=whole.kind,
+        ),
+        params=deployments[first].at(_size(walks.get(first))),
+        inputs=tuple(inputs_table(request, inputs, whole, set(stated), shape_note)),
+        notes=tuple(notes(shape_note, answers)),
+        architectures=answers,
+    )
 
 
 def _answer(
@@ -207,35 +218,36 @@ def _answer(
     guess: dict[str, int],
     deployment: _Deployment,
     architecture: str,
-) -> dict[str, Any]:
+) -> ArchitectureAnswer:
     """One architecture's answer: its fleet, what binds it, one fewer, and the bill."""
     found: dict[str, Any] = {
         "first_guess": guess,
         "latency_floor_p95_ms": floor.p95_ms,
         "base_memory_bytes": deployment.base.cluster.base_memory_bytes,
-        "simulated_sizes": sorted(walk.results) if walk else [],
+        "simulated_sizes": tuple(sorted(walk.results) if walk else ()),
     }
     if walk is None:
-        return {**found, "replicas": None, "meets": False, "binding": "latency",
-                "reason": floor.why(request.slo_p95_ms)}  # fmt: skip
+        return ArchitectureAnswer(**found, binding="latency", reason=floor.why(request.slo_p95_ms))
     if walk.answer is None:
         largest = walk.results[max(walk.results)]
-        return {**found, "replicas": None, "meets": False, "binding": largest.broke()[0],
-                "reason": walk.stopped, "largest_tried": largest.summary()}  # fmt: skip
+        return ArchitectureAnswer(
+            **found,
+            binding=largest.broke()[0],
+            reason=walk.stopped,
+            largest_tried=largest.summary(),
+        )
     chosen = walk.results[walk.answer]
     fewer = walk.results.get(walk.answer - 1)
     costs = monthly_cost(deployment.at(chosen.replicas), architecture, chosen)
-    found.update(chosen.summary())
-    found.update(
+    return ArchitectureAnswer(
+        **found,
         binding=binding(chosen, fewer),
+        fleet=chosen.summary(),
         cost_per_month_usd=costs["total_usd"],
         cost_breakdown=costs,
+        one_fewer=None if fewer is None else fewer.summary(),
+        one_fewer_reason="nothing smaller than 1 replica" if fewer is None else "",
     )
-    if fewer is not None:
-        found["one_fewer"] = fewer.summary()
-    else:
-        found["one_fewer_reason"] = "nothing smaller than 1 replica"
-    return found
 
 
 def _size(walk: Walk | None) -> int:

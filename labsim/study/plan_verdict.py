@@ -1,22 +1,12 @@
 """What a fleet size achieved in simulation, judged against the SLO and the replica's limits.
 
-A fleet of N replicas is run with seeded replications. Each constraint gets its *use*, the
-share of its limit the fleet reached (1 is the limit):
+A fleet of N replicas is run with seeded replications, and judged by the constraints of
+`labsim.study.constraints` (CPU, memory, connections, latency, completion), the same
+rule the live check of a plan judges by. Its memory is an idle replica's plus the most
+any replica held for waiting calls; its work turned away, the requests answered 503 and
+the health checks that found a replica full.
 
-- `cpu`: the replicas' mean utilisation over the CPU target;
-- `memory`: an idle replica's memory plus the most any replica held for waiting calls,
-  over the replica's memory;
-- `connections`: the most connections any replica had open (idle keep-alives, held
-  streams, requests) over the most it can have open and still serve (the limit less the
-  one a request arrives on). At 1 it was full for a moment; it is broken when that had
-  consequences: a request answered 503, or a health check failed and the balancer took
-  the replica out of rotation;
-- `latency`: the p95 server latency over every call whose user answered (a failed or
-  lost call is a miss) over the SLO's;
-- `completion`: the share of those calls that did not complete over the share the SLO
-  allows.
-
-The fleet meets when every use is within its limit and no replica turned work away. The p95
+The fleet meets when no constraint is broken. The p95
 and the completed share come with a 95% confidence interval over the replications; a
 fleet whose interval straddles the SLO, or whose runs disagree (one met everything,
 another broke something: a limit reached in some runs only), gets more replications, and
@@ -30,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from labsim.model.shapes import BYTES_PER_SHAPE_GB
+from labsim.study import constraints
+from labsim.study.constraints import CONSTRAINTS, Limits, Reading
 from labsim.study.experiments import confidence_interval
+from labsim.study.plan import FleetVerdict
 from labsim.study.plan_request import PlanRequest
 
-RESOURCES = ("cpu", "memory", "connections")
-CONSTRAINTS = (*RESOURCES, "latency", "completion")
 #: What `binding` may say: a constraint, or that none is near its limit.
 BINDINGS = ("none", *CONSTRAINTS)
 #: A constraint this near its limit (its use) binds a fleet that cannot be smaller.
@@ -64,12 +54,6 @@ class Verdict:
     runs: list[dict[str, Any]] = field(repr=False, default_factory=list)
     runs_disagree: bool = False  # some runs met everything and some did not
 
-    def fails(self, constraint: str) -> bool:
-        """Whether this fleet broke `constraint`."""
-        if constraint == "connections":
-            return self.refused_requests > 0 or self.full_marks > 0
-        return self.use[constraint] > 1
-
     @property
     def meets(self) -> bool:
         """Whether this fleet meets the SLO and every limit."""
@@ -78,35 +62,35 @@ class Verdict:
     def broke(self) -> list[str]:
         """The constraints this fleet broke: the limits (CPU, memory, connections) first,
         then the SLO's, each group the furthest past its limit first."""
-        broken = [c for c in CONSTRAINTS if self.fails(c)]
-        return sorted(broken, key=lambda c: (c not in RESOURCES, -self.use[c]))
+        return constraints.broke(self.use, self.refused_requests + self.full_marks)
 
-    def summary(self) -> dict[str, Any]:
-        """The verdict as the plan's JSON writes it."""
-        return {
-            "replicas": self.replicas,
-            "meets": self.meets,
-            "marginal": self.marginal,
-            "p95_ms": _finite(self.p95_ms),
-            "p95_ms_ci": [_finite(v) for v in self.p95_ms_ci],
-            "completed_share": self.completed_share,
-            "completed_share_ci": list(self.completed_share_ci),
-            "p50_ms": _finite(self.p50_ms),
-            "p95_completed_ms": _finite(self.p95_completed_ms),
-            "utilization": self.utilization,
-            "peak_replica_memory_bytes": self.peak_replica_memory_bytes,
-            "peak_replica_connections": self.peak_replica_connections,
-            "refused_requests": self.refused_requests,
-            "down_marks": self.down_marks,
-            "full_marks": self.full_marks,
-            "use": {k: _finite(v) for k, v in self.use.items()},
-            "broke": self.broke(),
-            "replications": len(self.runs),
-        }
+    def summary(self) -> FleetVerdict:
+        """The verdict as the plan keeps it (an infinite or missing figure: None)."""
+        return FleetVerdict(
+            replicas=self.replicas,
+            meets=self.meets,
+            marginal=self.marginal,
+            p95_ms=_finite(self.p95_ms),
+            p95_ms_ci=(_finite(self.p95_ms_ci[0]), _finite(self.p95_ms_ci[1])),
+            completed_share=self.completed_share,
+            completed_share_ci=self.completed_share_ci,
+            p50_ms=_finite(self.p50_ms),
+            p95_completed_ms=_finite(self.p95_completed_ms),
+            utilization=_finite(self.utilization),
+            peak_replica_memory_bytes=self.peak_replica_memory_bytes,
+            peak_replica_connections=self.peak_replica_connections,
+            refused_requests=self.refused_requests,
+            down_marks=self.down_marks,
+            full_marks=self.full_marks,
+            use={k: _finite(v) for k, v in self.use.items()},
+            broke=tuple(self.broke()),
+            replications=len(self.runs),
+        )
 
 
 def _finite(value: float) -> float | None:
-    """A figure for JSON: None for an infinite one (a p95 that is a miss)."""
+    """A figure as the plan keeps it: None for an infinite or missing one (a p95 that is
+    a miss; a mean of no runs)."""
     return value if math.isfinite(value) else None
 
 
@@ -123,15 +107,14 @@ def judge(
     utilization = _mean(r["utilization"] for r in runs)
     memory = base_memory_bytes + max(r["peak_replica_held_bytes"] for r in runs)
     connections = max(r["peak_replica_connections"] for r in runs)
-    allowed_misses = 1 - request.slo_completed_share
-    misses = 1 - share
-    use = {
-        "cpu": utilization / request.target_cpu_utilization,
-        "memory": memory / request_memory_bytes(request),
-        "connections": connections / (request.connection_limit - 1),
-        "latency": p95_ms / request.slo_p95_ms,
-        "completion": misses / allowed_misses if allowed_misses else (math.inf if misses else 0),
-    }
+    reading = Reading(
+        utilization=utilization,
+        peak_memory_bytes=memory,
+        peak_connections=connections,
+        p95_ms=p95_ms,
+        completed_share=share,
+    )
+    use = constraints.use_of(reading, Limits.of(request))
     # Each run judged on its own (a single run's verdict is the pooled one).
     alone = {judge(request, replicas, [run], base_memory_bytes).meets for run in runs[1:]}
     if alone:
@@ -158,7 +141,7 @@ def judge(
 
 def request_memory_bytes(request: PlanRequest) -> float:
     """A replica's memory in bytes (the shape's GB are 1,024 MiB)."""
-    return request.memory_gb_per_replica * BYTES_PER_SHAPE_GB
+    return Limits.of(request).memory_bytes
 
 
 def straddles(request: PlanRequest, verdict: Verdict) -> bool:

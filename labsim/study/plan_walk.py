@@ -13,7 +13,8 @@ shorten.
 
 from __future__ import annotations
 
-from labsim.study.plan_verdict import RESOURCES, Verdict
+from labsim.study.constraints import RESOURCES
+from labsim.study.plan_verdict import Verdict
 
 #: Walking up stops when the p95 fell less than this share over the last `FLAT_SIZES` sizes.
 FLAT_GAIN = 0.05

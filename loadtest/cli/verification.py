@@ -67,6 +67,7 @@ def run_verify_plan(args: argparse.Namespace) -> int:
     plan = read_plan(args.plan)
     document = verify_plan(
         plan,
+        source=str(args.plan),
         archs=list(dict.fromkeys(args.arch)) if args.arch else None,
         judged_s=args.judged_s,
         warmup=args.warmup_s,

@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from labsim.study.constraints import Limits
+from labsim.study.plan import FleetVerdict, Plan
 from loadtest.config import LoadTestError
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.replica_load import ReplicaSampler
@@ -33,7 +35,6 @@ from loadtest.verify.live_case import (
     warmup_s,
 )
 from loadtest.verify.live_verdict import BalancerSampler, LiveRun, judge_run, per_replica
-from loadtest.verify.plan_file import Answer, Plan
 
 Progress = Callable[[str], None]
 #: Seconds at the end of a run whose calls are not judged (they meet the run's end).
@@ -47,6 +48,7 @@ def _say(line: str) -> None:
 def verify_plan(
     plan: Plan,
     *,
+    source: str = "plan",
     archs: list[str] | None = None,
     judged_s: float = 30.0,
     warmup: float | None = None,
@@ -54,13 +56,14 @@ def verify_plan(
     progress: Progress = _say,
 ) -> dict[str, Any]:
     """Run the plan's architectures live (all of them, or `archs`), each for a warm-up and
-    `judged_s` judged seconds at its fleet and one fewer; the verification document."""
+    `judged_s` judged seconds at its fleet and one fewer; the verification document of
+    the plan read from `source`."""
     hosting = hosting or Hosting()
     warm_s = warmup_s(plan) if warmup is None else warmup
-    chosen = archs or list(plan.answers)
+    chosen = archs or list(plan.architectures)
     document: dict[str, Any] = {
         "version": 1,
-        "plan": plan.path,
+        "plan": source,
         "plan_command": plan.command,
         "judged_s": judged_s,
         "warmup_s": warm_s,
@@ -69,10 +72,10 @@ def verify_plan(
         "architectures": {},
     }
     for arch in chosen:
-        answer = plan.answers.get(arch)
+        answer = plan.architectures.get(arch)
         if answer is None:
             document["architectures"][arch] = _unjudged(None, f"the plan has no answer for {arch}")
-        elif answer.replicas is None:
+        elif answer.fleet is None:
             # No fleet meets, says the plan, and why: nothing to check live.
             document["architectures"][arch] = {
                 **_unjudged(None, f"not planned: {answer.reason}"),
@@ -80,7 +83,7 @@ def verify_plan(
             }
         else:
             document["architectures"][arch] = check_architecture(
-                plan, answer, judged_s, warm_s, hosting, progress
+                plan, arch, judged_s, warm_s, hosting, progress
             )
     planned = {a: e for a, e in document["architectures"].items() if e.get("planned", True)}
     reasons = [
@@ -97,21 +100,17 @@ def verify_plan(
 
 
 def check_architecture(
-    plan: Plan, answer: Answer, judged_s: float, warm_s: float, hosting: Hosting, progress: Progress
+    plan: Plan, arch: str, judged_s: float, warm_s: float, hosting: Hosting, progress: Progress
 ) -> dict[str, Any]:
     """One architecture: its fleet and one fewer, live, beside the plan's answer."""
+    answer = plan.architectures[arch]
     try:
-        case = scale_case(plan, answer, hosting)
+        case = scale_case(plan, arch, hosting)
     except LoadTestError as refused:
         return _unjudged(answer.replicas, str(refused))
     entry: dict[str, Any] = {
         "replicas": case.replicas,
-        "plan": {
-            "replicas": answer.replicas,
-            "meets": answer.meets,
-            "p95_ms": answer.p95_ms,
-            "completed_share": answer.completed_share,
-        },
+        "plan": _planned(answer.fleet),
         "scale": case.scale,
         "rate_per_s": case.rate_per_s,
         "notes": case.notes,
@@ -121,7 +120,7 @@ def check_architecture(
     entry.update(live=at_n["live"], command=at_n["command"])
     judged = [at_n]
     if case.one_fewer is None:
-        entry["one_fewer_reason"] = answer.reason or "no smaller fleet was run"
+        entry["one_fewer_reason"] = answer.one_fewer_reason or "no smaller fleet was run"
         if case.scale < 1 and answer.one_fewer is not None:
             entry["one_fewer_reason"] = "the scaled fleet has one replica: nothing smaller"
     else:
@@ -129,12 +128,7 @@ def check_architecture(
         fewer = live_run(plan, case, case.one_fewer, judged_s, warm_s, hosting, progress)
         entry["one_fewer"] = {
             "replicas": case.one_fewer,
-            "plan": {
-                "replicas": answer.one_fewer,
-                "meets": answer.one_fewer_meets,
-                "p95_ms": answer.one_fewer_p95_ms,
-                "completed_share": answer.one_fewer_completed_share,
-            },
+            "plan": _planned(answer.one_fewer),
             "live": fewer["live"],
             "command": fewer["command"],
         }
@@ -147,7 +141,9 @@ def check_architecture(
         return entry
     entry["held_at_n"] = at_n["live"]["meets"] == answer.meets
     if "one_fewer" in entry:
-        entry["held_at_one_fewer"] = entry["one_fewer"]["live"]["meets"] == answer.one_fewer_meets
+        entry["held_at_one_fewer"] = entry["one_fewer"]["live"]["meets"] == (
+            answer.one_fewer is not None and answer.one_fewer.meets
+        )
     entry["verdict_held"] = entry["held_at_n"] and entry.get("held_at_one_fewer", True)
     return entry
 
@@ -175,6 +171,7 @@ def live_run(
             probes["balancer"].stop()
 
     summary = run_scenario(config, progress=progress, on_cluster=on_cluster)
+    workers = plan.params.cluster.workers_per_replica
     calls = summary["calls"]
     first = min((c["started"] for c in calls), default=time.time())
     window = (first + warm_s, first + warm_s + judged_s)
@@ -183,13 +180,26 @@ def live_run(
         calls=calls,
         window_s=window,
         balancer=probes["balancer"].window(*window),
-        per_replica=per_replica(probes["replicas"], *window, plan.workload.workers_per_replica),
+        per_replica=per_replica(probes["replicas"], *window, workers),
         rate_per_s=case.rate_per_s,
-        workers_per_replica=plan.workload.workers_per_replica,
+        workers_per_replica=workers,
     )
-    judged = judge_run(run, plan.slo, hosting.max_cpu_wait_share, hosting.max_cpu_wait_of_slo)
+    limits = Limits.of(plan.request)
+    judged = judge_run(run, limits, hosting.max_cpu_wait_share, hosting.max_cpu_wait_of_slo)
     judged["command"] = scenario_command(config)
     return judged
+
+
+def _planned(verdict: FleetVerdict | None) -> dict[str, Any]:
+    """What the plan said of one fleet size, beside the live run's figures."""
+    if verdict is None:
+        return {"replicas": None, "meets": None, "p95_ms": None, "completed_share": None}
+    return {
+        "replicas": verdict.replicas,
+        "meets": verdict.meets,
+        "p95_ms": verdict.p95_ms,
+        "completed_share": verdict.completed_share,
+    }
 
 
 def _unjudged(replicas: int | None, reason: str) -> dict[str, Any]:

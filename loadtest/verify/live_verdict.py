@@ -2,13 +2,13 @@
 
 The calls judged are those started in the run's window (after its warm-up) whose user
 answered: a call that failed or was lost is a miss, so the p50 and p95 are over every
-such call, a miss counting as slower than any. The run meets the SLO when its p95 is
-within the SLO's and its completed share at least the SLO's, and it meets the plan's
-limits when no replica used more memory than a replica has, the replicas' mean CPU use
-stayed within the plan's target, and no request was refused for want of a connection
-(a replica's 503, the balancer's own 503 with no replica up, or a health check that took
-a replica out of rotation): the same constraints, in the same order, as the plan's
-`broke`.
+such call, a miss counting as slower than any. The run is judged by the constraints the
+plan judged its simulation by, with the same rule (`labsim.study.constraints`): it meets
+the SLO when its p95 is within the SLO's and its completed share at least the SLO's, and
+the plan's limits when no replica's resident memory passed a replica's memory, the
+replicas' mean CPU use stayed within the plan's target, and no work was turned away for
+want of a connection (a replica's 503, the balancer's own 503 with no replica up, or a
+health check that took a replica out of rotation).
 
 A run is not judged when its replicas waited for a CPU beyond the stated share of their
 busy time and its calls waited, on the mean, beyond the stated share of the SLO's p95
@@ -25,12 +25,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from labsim.study import constraints
+from labsim.study.constraints import Limits, Reading
 from loadtest.harness.haproxy import BACKEND, RuntimeApi
 from loadtest.probes.replica_load import ReplicaSampler
-from loadtest.verify.plan_file import Slo
 
-#: Order of the constraints a run may break: the limits, then the SLO (as the plan's).
-CONSTRAINTS = ("cpu", "memory", "connections", "latency", "completion")
 #: Standard deviations of a Poisson count below its mean before the load generator is
 #: said to have fallen behind.
 BEHIND_SIGMAS = 4.0
@@ -144,7 +143,7 @@ def per_replica(sampler: ReplicaSampler, start: float, stop: float, workers: int
 
 
 def judge_run(
-    run: LiveRun, slo: Slo, max_cpu_wait_share: float, max_cpu_wait_of_slo: float = 0.05
+    run: LiveRun, limits: Limits, max_cpu_wait_share: float, max_cpu_wait_of_slo: float = 0.05
 ) -> dict[str, Any]:
     """The run's figures, its verdict against the SLO and limits, and whether it may be
     judged at all (`judged`, with a `reason` when not)."""
@@ -163,23 +162,16 @@ def judge_run(
     ]
     utilization = sum(utilizations) / len(utilizations) if utilizations else math.nan
     refused = run.balancer["replica_5xx"] + run.balancer["balancer_5xx"]
-    use = {
-        "cpu": utilization / slo.target_cpu_utilization,
-        "memory": peak_rss / slo.memory_bytes,
-        "connections": max((r["peak_connections"] for r in replicas.values()), default=0)
-        / max(slo.connection_limit - 1, 1),
-        "latency": p95 / slo.p95_ms,
-        "completion": (1 - share) / (1 - slo.completed_share) if slo.completed_share < 1 else 0,
-    }
-    fails = {
-        "cpu": use["cpu"] > 1,
-        "memory": use["memory"] > 1,
-        "connections": refused > 0 or run.balancer["down_marks"] > 0,
-        "latency": not p95 <= slo.p95_ms,
-        "completion": not share >= slo.completed_share,
-    }
-    broke = [c for c in CONSTRAINTS if fails[c]]
-    meets_slo = not (fails["latency"] or fails["completion"])
+    reading = Reading(
+        utilization=utilization,
+        peak_memory_bytes=peak_rss,
+        peak_connections=max((r["peak_connections"] for r in replicas.values()), default=0),
+        p95_ms=p95,
+        completed_share=share,
+    )
+    use = constraints.use_of(reading, limits)
+    broke = constraints.broke(use, refused + run.balancer["down_marks"])
+    meets_slo = not {"latency", "completion"} & set(broke)
     figures: dict[str, Any] = {
         "replicas": run.replicas,
         "live": {
@@ -208,8 +200,8 @@ def judge_run(
             "errors": _errors(window),
         },
     }
-    limits = WaitLimits(max_cpu_wait_share, max_cpu_wait_of_slo, slo.p95_ms)
-    reason = _unjudged(run, figures["live"], limits)
+    waits = WaitLimits(max_cpu_wait_share, max_cpu_wait_of_slo, limits.slo_p95_ms)
+    reason = _unjudged(run, figures["live"], waits)
     figures["judged"] = reason is None
     if reason is not None:
         figures["reason"] = reason

@@ -15,6 +15,7 @@ from labsim.model.checks import ParameterError
 from labsim.model.params import SimParams
 from labsim.study import capacity
 from labsim.study.capacity import monthly_cost, plan, sold_shape
+from labsim.study.plan import Plan
 from labsim.study.plan_inputs import plan_inputs
 from labsim.study.plan_request import PlanRequest
 from labsim.study.plan_verdict import BINDINGS, NEAR_LIMIT, Verdict, judge, straddles
@@ -24,26 +25,25 @@ ARCHITECTURES = ("sse-store", "sticky", "mrtr")
 QUICK = {"answer_timeout_s": 30.0, "measure_s": 60.0, "replications": 2}
 
 
-def check_contract(answer: dict) -> None:
-    assert set(answer["architectures"]) == set(ARCHITECTURES)
-    for result in answer["architectures"].values():
-        assert result["binding"] in BINDINGS
-        assert result["meets"] is True
-        assert result["replicas"] >= 1
-        breakdown = result["cost_breakdown"]
+def check_contract(answer: Plan) -> None:
+    assert set(answer.architectures) == set(ARCHITECTURES)
+    for result in answer.architectures.values():
+        assert result.binding in BINDINGS
+        assert result.meets is True and result.fleet is not None
+        assert result.fleet.replicas >= 1
+        breakdown = result.cost_breakdown or {}
         parts = breakdown["replicas_usd"] + breakdown["store_usd"] + breakdown["egress_usd"]
-        assert result["cost_per_month_usd"] == pytest.approx(parts)
-        sizes = result["simulated_sizes"]
+        assert result.cost_per_month_usd == pytest.approx(parts)
+        sizes = result.simulated_sizes
         # Every size between the first guess and the answer was simulated.
-        assert sizes == list(range(min(sizes), max(sizes) + 1))
-        if result["replicas"] == 1:
-            assert "one_fewer" not in result
-            assert result["one_fewer_reason"] == "nothing smaller than 1 replica"
+        assert sizes == tuple(range(min(sizes), max(sizes) + 1))
+        if result.fleet.replicas == 1:
+            assert result.one_fewer is None
+            assert result.one_fewer_reason == "nothing smaller than 1 replica"
         else:
-            fewer = result["one_fewer"]
-            assert fewer["replicas"] == result["replicas"] - 1
-            assert fewer["meets"] is False and fewer["broke"]
-            assert "completed_share" in fewer and "p95_ms" in fewer
+            fewer = result.one_fewer
+            assert fewer is not None and fewer.replicas == result.fleet.replicas - 1
+            assert fewer.meets is False and fewer.broke
 
 
 def cpu_bound(**changes: object) -> PlanRequest:
@@ -66,18 +66,18 @@ def test_the_answer_is_the_same_over_seeds_away_from_the_latency_floor() -> None
     for answer in answers:
         check_contract(answer)
     for architecture in ARCHITECTURES:
-        found = {(a["architectures"][architecture]["replicas"],
-                  a["architectures"][architecture]["binding"]) for a in answers}  # fmt: skip
+        found = {(a.architectures[architecture].replicas,
+                  a.architectures[architecture].binding) for a in answers}  # fmt: skip
         assert found == {(3, "cpu")}, architecture
 
 
 def test_binding_is_none_when_no_constraint_is_near_its_limit() -> None:
     answer = plan(cpu_bound(rate_per_s=2.0))
     check_contract(answer)
-    for result in answer["architectures"].values():
-        assert result["replicas"] == 1
-        assert result["binding"] == "none"
-        assert max(v for v in result["use"].values() if v is not None) < NEAR_LIMIT
+    for result in answer.architectures.values():
+        assert result.fleet is not None and result.fleet.replicas == 1
+        assert result.binding == "none"
+        assert max(v for v in result.fleet.use.values() if v is not None) < NEAR_LIMIT
 
 
 def test_a_parameter_files_base_memory_changes_the_plan(tmp_path: Path) -> None:
@@ -97,14 +97,14 @@ def test_a_parameter_files_base_memory_changes_the_plan(tmp_path: Path) -> None:
         payload["replica"] = {"base_memory_bytes": base}
         path = tmp_path / f"base-{base}.json"
         path.write_text(json.dumps(payload))
-        answers[base] = plan(request, plan_inputs(measured.load(path)))["architectures"]
+        answers[base] = plan(request, plan_inputs(measured.load(path))).architectures
         for result in answers[base].values():
-            assert result["base_memory_bytes"] == base
+            assert result.base_memory_bytes == base
     for legacy in ("sticky", "sse-store"):
         light, heavy = answers[50_000_000][legacy], answers[1_800_000_000][legacy]
-        assert heavy["replicas"] > light["replicas"]
-        assert heavy["binding"] == "memory"
-        assert heavy["one_fewer"]["broke"][0] == "memory"
+        assert (heavy.replicas or 0) > (light.replicas or 0)
+        assert heavy.binding == "memory"
+        assert heavy.one_fewer is not None and heavy.one_fewer.broke[0] == "memory"
 
 
 def test_one_fewer_shows_what_broke_when_held_streams_fill_the_connections() -> None:
@@ -119,26 +119,26 @@ def test_one_fewer_shows_what_broke_when_held_streams_fill_the_connections() -> 
     )
     answer = plan(request)
     check_contract(answer)
-    plans = answer["architectures"]
-    assert plans["mrtr"]["replicas"] == 1
+    plans = answer.architectures
+    assert plans["mrtr"].replicas == 1
     for legacy in ("sticky", "sse-store"):
-        assert plans[legacy]["binding"] == "connections"
-        assert plans[legacy]["replicas"] > 1
-        fewer = plans[legacy]["one_fewer"]
-        assert fewer["broke"][0] == "connections"
-        assert fewer["refused_requests"] > 0 or fewer["full_marks"] > 0
+        assert plans[legacy].binding == "connections"
+        assert (plans[legacy].replicas or 0) > 1
+        fewer = plans[legacy].one_fewer
+        assert fewer is not None and fewer.broke[0] == "connections"
+        assert fewer.refused_requests > 0 or fewer.full_marks > 0
     # Only the store architecture pays for a store.
-    assert plans["sse-store"]["cost_breakdown"]["store_usd"] > 0
-    assert plans["mrtr"]["cost_breakdown"]["store_usd"] == 0
+    assert (plans["sse-store"].cost_breakdown or {})["store_usd"] > 0
+    assert (plans["mrtr"].cost_breakdown or {})["store_usd"] == 0
 
 
 def test_an_slo_below_the_latency_floor_is_answered_without_a_search() -> None:
     answer = plan(cpu_bound(slo_p95_ms=30.0))  # a call's rounds take 40-60 ms alone
-    for result in answer["architectures"].values():
-        assert result["replicas"] is None and result["meets"] is False
-        assert result["simulated_sizes"] == []
-        assert "no fleet meets" in result["reason"]
-        assert result["latency_floor_p95_ms"] > 30.0
+    for result in answer.architectures.values():
+        assert result.replicas is None and result.meets is False
+        assert result.simulated_sizes == ()
+        assert "no fleet meets" in result.reason
+        assert result.latency_floor_p95_ms > 30.0
 
 
 def test_a_verdict_the_runs_cannot_settle_gets_more_runs_then_is_marginal(monkeypatch) -> None:
@@ -157,9 +157,9 @@ def test_a_verdict_the_runs_cannot_settle_gets_more_runs_then_is_marginal(monkey
     monkeypatch.setattr(capacity, "run_many", straddling_runs)
     answer = plan(request, architectures=("mrtr",))
     assert calls[:3] == [2, 2, 2]  # 2, then 2 more, then 2 more: 6, the most allowed
-    result = answer["architectures"]["mrtr"]
-    assert result["replications"] == 6
-    assert result["marginal"] is True
+    result = answer.architectures["mrtr"].fleet
+    assert result is not None and result.replications == 6
+    assert result.marginal is True
 
 
 def _run(architecture: str, replicas: int, p95_ms: float) -> dict:

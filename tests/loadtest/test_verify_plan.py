@@ -8,13 +8,16 @@ import copy
 import json
 import math
 import random
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from labsim.study.constraints import Limits
 from loadtest.__main__ import build_parser
 from loadtest.cli.runs import config_from
 from loadtest.config import LoadTestConfig, LoadTestError
@@ -22,12 +25,14 @@ from loadtest.users.simulated_user import tool_arguments
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
     live_config,
+    live_tool_work,
     live_tools,
+    overhead_ms,
     scale_case,
     scenario_command,
 )
 from loadtest.verify.live_verdict import LiveRun, judge_run
-from loadtest.verify.plan_file import parse_plan
+from loadtest.verify.plan_file import parse_plan, round_ms, tool_shares
 
 WEATHER_PLACES = {"Paris", "Lagos", "Lima", "Oslo", "Pune"}
 
@@ -50,13 +55,14 @@ def plan_document(tmp_path_factory: Any) -> dict[str, Any]:
 
 def test_a_plan_is_read_with_its_workload_slo_and_answers(plan_document: dict) -> None:
     plan = parse_plan(plan_document)
-    assert plan.workload.rate_per_s == 45 and plan.workload.tools == {"get_weather": 1.0}
-    assert plan.workload.round_work.mean_ms == pytest.approx(8.0)
+    assert plan.request.rate_per_s == 45 and tool_shares(plan) == {"get_weather": 1.0}
+    assert round_ms(plan) == pytest.approx(8.0)
     # The model's tool part is the round less the request's overhead it split off.
-    assert plan.workload.tool_work.mean_ms + plan.workload.overhead_ms == pytest.approx(8.0)
-    assert plan.slo.p95_ms == 100 and plan.slo.connection_limit == 64
-    for answer in plan.answers.values():
-        assert answer.replicas is not None and answer.one_fewer == answer.replicas - 1
+    assert live_tool_work(plan).mean_ms + overhead_ms(plan) == pytest.approx(8.0)
+    assert plan.request.slo_p95_ms == 100 and plan.request.connection_limit == 64
+    for answer in plan.architectures.values():
+        assert answer.replicas is not None and answer.one_fewer is not None
+        assert answer.one_fewer.replicas == answer.replicas - 1
 
 
 @pytest.mark.parametrize(
@@ -92,11 +98,11 @@ def test_the_live_run_is_the_plans_workload_and_its_command_reproduces_it(
     plan_document: dict,
 ) -> None:
     plan = parse_plan(plan_document)
-    case = scale_case(plan, plan.answers["mrtr"], Hosting(max_rate_per_s=1000, cpu_cores=2))
+    case = scale_case(plan, "mrtr", Hosting(max_rate_per_s=1000, cpu_cores=2))
     config = live_config(plan, case, case.replicas, 30.0)
     assert (config.rate_per_s, config.max_connections, config.replicas) == (45, 64, case.replicas)
     assert config.tool_mix == {"quote": 1.0}
-    assert config.tool_cpu_ms == pytest.approx(plan.workload.tool_work.mean_ms)
+    assert config.tool_cpu_ms == pytest.approx(plan.params.workload.round_cpu.mean_s * 1e3)
     # One worker: the replica's event loop, every round's work on it.
     assert config.cpu_workers is None and config.cpu_inline_max_ms and config.cpu_inline_max_ms > 8
     words = scenario_command(config).split()[3:]  # after `python -m loadtest`
@@ -108,13 +114,13 @@ def test_a_plan_too_big_for_the_machine_is_scaled_down_openly(plan_document: dic
     answer = document["architectures"]["mrtr"]
     answer["replicas"], answer["one_fewer"]["replicas"] = 8, 7
     plan = parse_plan(document)
-    case = scale_case(plan, plan.answers["mrtr"], Hosting(max_replicas=3, cpu_cores=8))
+    case = scale_case(plan, "mrtr", Hosting(max_replicas=3, cpu_cores=8))
     assert case.replicas == 3 and case.one_fewer == 2
     # The load per replica is the plan's.
     assert case.rate_per_s / case.replicas == pytest.approx(45 / 8)
     assert any("scaled down" in note and "replicas" in note for note in case.notes)
     with pytest.raises(LoadTestError, match="cannot host one replica's share"):
-        scale_case(plan, plan.answers["mrtr"], Hosting(cpu_cores=0.01))
+        scale_case(plan, "mrtr", Hosting(cpu_cores=0.01))
 
 
 def _call(outcome: str, latency_ms: float, started: float = 10.0) -> dict[str, Any]:
@@ -143,7 +149,7 @@ def _run(calls: list[dict[str, Any]], wait_share: float = 0.05) -> LiveRun:
 
 
 def test_failed_and_lost_calls_count_as_misses_in_the_percentiles(plan_document: dict) -> None:
-    slo = parse_plan(plan_document).slo
+    slo = Limits.of(parse_plan(plan_document).request)
     fast = [_call("completed", 10.0) for _ in range(90)]
     judged = judge_run(_run(fast + [_call("failed", 1.0)] * 5 + [_call("lost", 1.0)] * 5), slo, 0.2)
     live = judged["live"]
@@ -158,7 +164,7 @@ def test_failed_and_lost_calls_count_as_misses_in_the_percentiles(plan_document:
 
 
 def test_a_run_whose_replicas_waited_for_the_cpu_is_not_judged(plan_document: dict) -> None:
-    slo = parse_plan(plan_document).slo
+    slo = Limits.of(parse_plan(plan_document).request)
     calls = [_call("completed", 10.0) for _ in range(100)]
     # Half its busy time waiting: a second over 100 calls, 10 ms a call, a tenth of the SLO.
     starved = judge_run(_run(calls, wait_share=0.5), slo, 0.2)
@@ -169,7 +175,7 @@ def test_a_run_whose_replicas_waited_for_the_cpu_is_not_judged(plan_document: di
 
 
 def test_a_load_generator_that_fell_behind_is_not_judged(plan_document: dict) -> None:
-    slo = parse_plan(plan_document).slo
+    slo = Limits.of(parse_plan(plan_document).request)
     run = _run([_call("completed", 10.0) for _ in range(100)])
     run.rate_per_s = 20.0  # 400 calls asked in the window, 100 started
     judged = judge_run(run, slo, 0.2)
@@ -193,10 +199,10 @@ def test_a_worker_slower_than_a_vcpu_is_a_core_working_longer(plan_document: dic
     document = copy.deepcopy(plan_document)
     document["params"]["cluster"]["worker_speed"] = 0.5
     plan = parse_plan(document)
-    case = scale_case(plan, plan.answers["mrtr"], Hosting(max_rate_per_s=1000, cpu_cores=8))
+    case = scale_case(plan, "mrtr", Hosting(max_rate_per_s=1000, cpu_cores=8))
     config = live_config(plan, case, case.replicas, 30.0)
     # The whole round takes twice as long; the request's own part runs at full speed live.
-    whole_ms = config.tool_cpu_ms + plan.workload.overhead_ms
+    whole_ms = config.tool_cpu_ms + overhead_ms(plan)
     assert whole_ms == pytest.approx(2 * 8.0)
     assert any("0.5 vCPU" in note for note in case.notes)
 
@@ -205,8 +211,12 @@ def test_an_architecture_the_plan_gives_no_fleet_is_not_run(plan_document: dict)
     from loadtest.verify.check import verify_plan
 
     document = copy.deepcopy(plan_document)
+    answered = document["architectures"]["mrtr"]
+    kept = ("first_guess", "latency_floor_p95_ms", "base_memory_bytes", "simulated_sizes")
     document["architectures"] = {
-        "mrtr": {"replicas": None, "meets": False, "reason": "below the latency floor"}
+        "mrtr": {k: answered[k] for k in kept}
+        | {"replicas": None, "meets": False, "binding": "latency"}
+        | {"reason": "below the latency floor"}
     }
     verified = verify_plan(parse_plan(document), judged_s=1.0, progress=lambda line: None)
     mrtr = verified["architectures"]["mrtr"]
@@ -218,7 +228,7 @@ def test_a_plan_of_large_requests_pads_the_live_calls_arguments(plan_document: d
     big = copy.deepcopy(plan_document)
     big["params"]["workload"]["request_bytes"] = 300_445
     plan = parse_plan(big)
-    case = scale_case(plan, plan.answers["sticky"], Hosting(max_rate_per_s=1000, cpu_cores=2))
+    case = scale_case(plan, "sticky", Hosting(max_rate_per_s=1000, cpu_cores=2))
     config = live_config(plan, case, case.replicas, 30.0)
     # The rounds' work is reading the documents: get_weather plays itself, not quote.
     assert config.tool_mix == {"get_weather": 1.0}
@@ -237,3 +247,67 @@ def test_padded_arguments_reach_their_size_and_other_tools_are_refused() -> None
     assert tool_arguments("get_weather", rng)["location"] in WEATHER_PLACES
     with pytest.raises(LoadTestError, match="pads only get_weather"):
         LoadTestConfig(tool_mix={"get_weather": 1.0, "quote": 1.0}, argument_bytes=10)
+
+
+#: Objects of a plan whose keys are data (constraints, cost items, architectures), not fields.
+DATA_KEYED = {"first_guess", "use", "cost_breakdown", "architectures"}
+
+
+def field_paths(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The path of every field of a plan's document, nested ones alike."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if not (path and path[-1] in DATA_KEYED):
+                yield (*path, key)
+            yield from field_paths(inner, (*path, key))
+    elif isinstance(value, list):
+        for k, inner in enumerate(value):
+            yield from field_paths(inner, (*path, k))
+
+
+def test_verify_plan_reads_every_field_of_the_plan_as_labsim_writes_it(
+    plan_document: dict,
+) -> None:
+    plan = parse_plan(plan_document)
+    # Read, then written again: the same document, so nothing written went unread.
+    assert json.loads(json.dumps(plan.to_json())) == plan_document
+    paths = list(field_paths(plan_document))
+    assert ("architectures", "mrtr", "one_fewer", "meets") in paths
+    assert ("params", "workload", "round_cpu", "mean_s") in paths
+    for path in paths:
+        renamed = copy.deepcopy(plan_document)
+        holder = renamed
+        for key in path[:-1]:
+            holder = holder[key]
+        holder[f"{path[-1]}_renamed"] = holder.pop(path[-1])
+        with pytest.raises(LoadTestError, match=re.escape(str(path[-1]))):
+            parse_plan(renamed)
+
+
+def test_a_live_run_is_judged_by_the_rule_the_plan_judged_by(plan_document: dict) -> None:
+    from labsim.study.plan_verdict import judge
+
+    plan = parse_plan(plan_document)
+    limits = Limits.of(plan.request)
+    base_bytes = 60 * 2**20
+    # Past the CPU target, past the replica's memory by more, and slower than the SLO.
+    slow_ms, utilization, rss = 1.5 * limits.slo_p95_ms, 0.9, 1.5 * limits.memory_bytes
+    live = _run([_call("completed", slow_ms) for _ in range(100)])
+    live.per_replica["r1"].update(cpu_utilization=utilization, peak_rss_bytes=rss)
+    simulated = {
+        "p95_latency_all_s": slow_ms / 1e3,
+        "p50_latency_all_s": slow_ms / 1e3,
+        "p95_latency_s": slow_ms / 1e3,
+        "completed_share": 1.0,
+        "utilization": utilization,
+        "peak_replica_held_bytes": rss - base_bytes,
+        "peak_replica_connections": 3,
+        "refused_requests": 0,
+        "down_marks": 0,
+        "full_marks": 0,
+    }
+    verdict = judge(plan.request, 1, [simulated], base_bytes)
+    judged = judge_run(live, limits, 1.0)["live"]
+    # The limits first, the furthest past first; then the SLO's.
+    assert verdict.broke() == judged["broke"] == ["memory", "cpu", "latency"]
+    assert verdict.use == pytest.approx(judged["use"], rel=1e-3)

@@ -9,50 +9,49 @@ infinite) is drawn at the top, marked with an arrow.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
 
+from labsim.study.constraints import CONSTRAINTS, SHORT_NAMES
+from labsim.study.plan import Plan
 from labsim.study.plots.style import COLOURS, legend_label
 
-_CONSTRAINTS = ("cpu", "memory", "connections", "latency", "completion")
-_SHORT = ("cpu", "mem", "conn", "lat", "compl")
 _TOP = 2.0  # uses above twice the limit are drawn at the panel's top
 
 
-def plan_uses(document: dict[str, Any]) -> Figure:
+def plan_uses(plan: Plan) -> Figure:
     """Each architecture's use of every limit at its answer N and at N-1."""
-    answers = document["architectures"]
+    answers = plan.architectures
     fig, axes = plt.subplots(1, len(answers), figsize=(4.2 * len(answers), 3.6), sharey=True)
     axes = np.atleast_1d(axes)
-    x = np.arange(len(_CONSTRAINTS))
+    x = np.arange(len(CONSTRAINTS))
     for ax, (name, answer) in zip(axes, answers.items(), strict=True):
         colour = COLOURS.get(name, "tab:grey")
         title = f"{legend_label(name)}: "
-        if answer["replicas"] is None:
+        if answer.fleet is None:
             ax.text(0.5, 0.5, "no fleet meets\n(see the plan's notes)", ha="center",
                     va="center", transform=ax.transAxes)  # fmt: skip
             ax.set_title(title + "no answer")
             continue
-        pairs = [(f"N = {answer['replicas']}", answer["use"], colour, -0.2)]
-        fewer = answer.get("one_fewer")
+        pairs = [(f"N = {answer.fleet.replicas}", answer.fleet.use, colour, -0.2)]
+        fewer = answer.one_fewer
         if fewer is not None:
-            pairs.append((f"N - 1 = {fewer['replicas']}", fewer["use"], "lightgrey", 0.2))
+            pairs.append((f"N - 1 = {fewer.replicas}", fewer.use, "lightgrey", 0.2))
         else:
             ax.text(0.98, 0.95, "no N - 1: nothing smaller", ha="right", va="top",
                     transform=ax.transAxes, fontsize="small")  # fmt: skip
         for label, use, fill, offset in pairs:
-            heights = [_drawn(use.get(c)) for c in _CONSTRAINTS]
+            heights = [_drawn(use.get(c)) for c in CONSTRAINTS]
             bars = ax.bar(x + offset, heights, 0.38, label=label, color=fill, edgecolor=colour)
-            for bar, c in zip(bars, _CONSTRAINTS, strict=True):
-                if use.get(c) is None or use[c] > _TOP:
+            for bar, c in zip(bars, CONSTRAINTS, strict=True):
+                value = use.get(c)
+                if value is None or value > _TOP:
                     ax.annotate("^", (bar.get_x() + bar.get_width() / 2, _TOP), ha="center")
         ax.axhline(1.0, color="black", linewidth=1, linestyle="--")
-        ax.set_xticks(x, _SHORT)
+        ax.set_xticks(x, [SHORT_NAMES[c] for c in CONSTRAINTS])
         ax.set_ylim(0, _TOP * 1.08)
-        ax.set_title(title + f"binding {answer['binding']}")
+        ax.set_title(title + f"binding {answer.binding}")
         ax.legend(fontsize="small", loc="upper left")
     axes[0].set_ylabel("use of the limit (1 = the limit)")
     fig.tight_layout()
