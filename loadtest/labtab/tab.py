@@ -1,7 +1,7 @@
 """The lab's own tab in Locust's web UI: the replicas, the faults, and what they did.
 
 Built on Locust's extension points: the web UI's Flask app gets a blueprint with the
-lab's routes, and the UI's `extended_tabs` / `extended_tables` show two extra tabs, fed
+lab's routes, and the UI's `extended_tabs` / `extended_tables` show three extra tabs, fed
 through the `extended_stats` of the UI's own `/stats/requests` poll:
 
     Lab            one row per replica: version, health, balancer state, requests it served
@@ -9,6 +9,8 @@ through the `extended_stats` of the UI's own `/stats/requests` poll:
                    their share, requests in flight and calls held (`/healthz`)
     Lab timeline   every fault and cluster event in words, at its time on the clock
                    Locust's charts use (the browser's)
+    Lab tools      one row per tool called: calls, completed, failed, lost, rounds per
+                   completed call, p50/p95/p99, and the failures in the server's words
 
 A script (`tab.js`) adds, under the Lab tab, the fault buttons, the Lab chart (the
 swarm's requests, failures and held calls per second on that clock, each fault's span
@@ -44,6 +46,7 @@ from loadtest.labtab.series import (
     sample_forever,
 )
 from loadtest.swarm.event_log import clock, fault_spans, in_words
+from loadtest.swarm.tool_table import tool_rows
 
 SCRIPT = Path(__file__).with_name("tab.js")
 #: The cookie in which the page tells the server its clock's offset from UTC, in minutes.
@@ -60,6 +63,18 @@ REPLICA_COLUMNS = [
     ("held", "Held calls"),
 ]
 TIMELINE_COLUMNS = [("clock", "Time"), ("said", "What happened")]
+TOOL_COLUMNS = [
+    ("tool", "Tool"),
+    ("calls", "Calls"),
+    ("completed", "Completed"),
+    ("failed", "Failed"),
+    ("lost", "Lost"),
+    ("rounds_mean", "Rounds per call"),
+    ("p50_ms", "p50 ms"),
+    ("p95_ms", "p95 ms"),
+    ("p99_ms", "p99 ms"),
+    ("failures", "Failures, in the server's words"),
+]
 
 
 class Control(Protocol):
@@ -101,6 +116,11 @@ class _Tab:
         environment = getattr(self.web_ui, "environment", None)
         runner = getattr(environment, "runner", None)
         return locust_totals(runner.stats) if runner is not None else None
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The Lab tools tab's rows: each tool's calls so far (`call_relay`'s records)."""
+        collector = getattr(getattr(self.web_ui, "environment", None), "call_collector", None)
+        return tool_rows(collector.calls) if collector is not None else []
 
     def failures(self, totals: Totals | None, utc_offset_min: int | None) -> list[dict[str, Any]]:
         if totals is None:
@@ -175,10 +195,12 @@ def install(web_ui: Any, control: Control, *, sample_every_s: float | None = 1.0
     web_ui.template_args["extended_tabs"] = [
         {"title": "Lab", "key": "lab"},
         {"title": "Lab timeline", "key": "lab-timeline"},
+        {"title": "Lab tools", "key": "lab-tools"},
     ]
     web_ui.template_args["extended_tables"] = [
         {"key": "lab", "structure": [{"key": k, "title": t} for k, t in REPLICA_COLUMNS]},
         {"key": "lab-timeline", "structure": [{"key": k, "title": t} for k, t in TIMELINE_COLUMNS]},
+        {"key": "lab-tools", "structure": [{"key": k, "title": t} for k, t in TOOL_COLUMNS]},
     ]
 
     @app.after_request
@@ -191,6 +213,7 @@ def install(web_ui: Any, control: Control, *, sample_every_s: float | None = 1.0
             document["extended_stats"] = [
                 {"key": "lab", "data": control.replicas()},
                 {"key": "lab-timeline", "data": timeline(control.events, offset)[::-1]},
+                {"key": "lab-tools", "data": tab.tools()},
             ]
             explain_errors(document.get("errors") or [], tab.failures(tab.totals(), offset))
             response.set_data(json.dumps(document))

@@ -21,11 +21,10 @@ import numpy as np
 
 from loadtest.config import LoadTestConfig
 from loadtest.swarm.locust_stats import CALL
+from loadtest.swarm.tool_table import per_tool, percentiles_ms
 
 #: What became of a call (`loadtest.users.flows.CallRecord.outcome`).
 OUTCOMES = ("completed", "failed", "lost", "abandoned")
-#: The distinct reasons a tool's failures are kept under (most frequent first).
-TOOL_FAILURE_REASONS = 10
 
 
 def read_calls(path: Path) -> list[dict[str, Any]]:
@@ -33,13 +32,6 @@ def read_calls(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def percentiles_ms(values: list[float]) -> dict[str, float | None]:
-    if not values:
-        return {"p50": None, "p95": None, "p99": None}
-    p50, p95, p99 = np.percentile(values, [50, 95, 99])
-    return {"p50": round(float(p50), 2), "p95": round(float(p95), 2), "p99": round(float(p99), 2)}
 
 
 def locust_flow_totals(report: Any) -> dict[str, Any]:
@@ -161,36 +153,6 @@ def summarize(
         "locust": locust_flow_totals(locust_report),
         "calls": calls,
     }
-
-
-def per_tool(calls: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each tool's calls: how many, how they ended (`completed` adds up to the run's), the
-    rounds of a completed call, its latency percentiles, and why the others did not
-    complete, in the server's words (`failures`: the error of each, most frequent first)."""
-    tools: dict[str, dict[str, Any]] = {}
-    for name in sorted({c["tool"] for c in calls}):
-        mine = [c for c in calls if c["tool"] == name]
-        outcomes = Counter(c["outcome"] for c in mine)
-        done = [c for c in mine if c["outcome"] == "completed"]
-        latency = percentiles_ms([c["latency_ms"] for c in done])
-        reasons = Counter(
-            c.get("error") or c["outcome"] for c in mine if c["outcome"] in ("failed", "lost")
-        )
-        tools[name] = {
-            "calls": len(mine),
-            "completed": len(done),
-            "failed": outcomes.get("failed", 0),
-            "lost": outcomes.get("lost", 0),
-            "abandoned": outcomes.get("abandoned", 0),
-            "rounds_mean": (
-                round(sum(c.get("rounds", 0) for c in done) / len(done), 3) if done else None
-            ),
-            "p50_ms": latency["p50"],
-            "p95_ms": latency["p95"],
-            "p99_ms": latency["p99"],
-            "failures": dict(reasons.most_common(TOOL_FAILURE_REASONS)),
-        }
-    return tools
 
 
 def task_totals(calls: list[dict[str, Any]]) -> dict[str, int]:

@@ -207,7 +207,7 @@ def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str)
     events = [e["event"] for e in httpx.get(f"{url}/lab/events", timeout=10).json()]
     assert events.index("upgrade done") < events.index("crash") < events.index("restarted")
     stats = httpx.get(f"{url}/stats/requests", timeout=10).json()
-    assert [t["key"] for t in stats["extended_stats"]] == ["lab", "lab-timeline"]
+    assert [t["key"] for t in stats["extended_stats"]] == ["lab", "lab-timeline", "lab-tools"]
 
 
 def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
@@ -228,4 +228,5 @@ def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
     assert (chart["traffic"], chart["load"], chart["failures"]) == ([], [], [])
     (target,) = client.get("/lab/events").get_json()
     assert target["said"].endswith("faults come from its operator")
-    assert [t["key"] for t in web_ui.template_args["extended_tabs"]] == ["lab", "lab-timeline"]
+    tabs = [t["key"] for t in web_ui.template_args["extended_tabs"]]
+    assert tabs == ["lab", "lab-timeline", "lab-tools"]
