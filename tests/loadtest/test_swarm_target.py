@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from server.harness.process import free_port
 from tests.loadtest.test_target import SdkServer
+from tests.server.probes import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -155,3 +158,54 @@ class _HtmlPage(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+@pytest.fixture(scope="module")
+def ts_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The official TypeScript SDK v2's server with the test's own tools
+    (`tests/loadtest/ts_server.mjs`), on a port of its own; its URL."""
+    from loadtest.bench.peers import typescript
+
+    script = Path(__file__).with_name("ts_server.mjs")
+    why = typescript.missing() or (None if script.exists() else f"{script.name} is missing")
+    if why:
+        pytest.skip(why)
+    node = typescript.command(0, "plain")[0]
+    port = free_port()
+    log = (tmp_path_factory.mktemp("ts") / "server.log").open("w")
+    env = {**os.environ, **typescript.environment()}
+    process = subprocess.Popen([node, str(script), str(port)], stdout=log, stderr=log, env=env)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        wait_for(lambda: _listening(url), 30)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def _listening(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=1.0)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+def test_the_typescript_sdks_server_completes_every_call_in_2026_07_28(
+    ts_server: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "swarm.json"
+    done = swarm(ts_server, "--users", "4", "--duration", "4", "--json", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(out.read_text())
+    assert set(summary["per_tool"]) == TOOLS
+    modern = [c for c in summary["calls"] if c["arch"] == "mrtr"]
+    assert modern and all(c["outcome"] == "completed" for c in modern), summary["errors"]
+    assert {c["tool"] for c in modern} == TOOLS
+    # On 2025-11-25 it serves each request on its own and cannot ask: it says so itself.
+    legacy = [c for c in summary["calls"] if c["arch"] == "legacy"]
+    assert legacy and any(c["outcome"] == "completed" for c in legacy)
+    for call in legacy:
+        assert call["outcome"] == "completed" or "Cannot request input" in call["error"]
