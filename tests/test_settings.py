@@ -245,6 +245,11 @@ def test_the_round_a_user_states_is_one_declaration_for_plan_and_compare() -> No
         ]
 
     assert round_flags("plan") == round_flags("compare") != []
+    # Each command says what it does without them.
+    compare = " ".join(subcommand(labsim_parser(), "compare").format_help().split())
+    assert "parsing, tool and answer (default: the scenario's)" in compare
+    plan = " ".join(subcommand(labsim_parser(), "plan").format_help().split())
+    assert "parsing, tool and answer (default: the parameter file's round; the lab's:" in plan
 
 
 # -- the cluster's replicas ------------------------------------------------------------------

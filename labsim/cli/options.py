@@ -92,7 +92,9 @@ def add_round_options(parser: argparse.ArgumentParser) -> None:
     """`--round-cpu-ms`, `--round-cpu-cv`, `--round-cpu-kind`: the server's whole work per
     round (request overhead and tool) as a distribution the user states, declared once with
     the plan's request (`PlanRequest`)."""
-    add_flags(parser, PlanRequest, only=STATED_ROUND)
+    measured = "the lab's measured round's"
+    shown = {"round_cpu_ms": "the scenario's", "round_cpu_cv": measured, "round_cpu_kind": measured}
+    add_flags(parser, PlanRequest, only=STATED_ROUND, shown=shown)
 
 
 def round_overrides(args: argparse.Namespace, changes: dict[str, Any]) -> dict[str, Any]:

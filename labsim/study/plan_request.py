@@ -119,17 +119,17 @@ class PlanRequest:
     round_cpu_ms: float | None = setting(
         None,
         help="server work per round (ms): a request's whole time on a replica's worker, "
-        "parsing, tool and answer; none: the parameter file's round",
+        "parsing, tool and answer",
         metavar="MS",
     )
     round_cpu_cv: float | None = setting(
         None,
-        help="spread of the server work per round (std / mean); none: the parameter file's",
+        help="spread of the server work per round (std / mean)",
         metavar="CV",
     )
     round_cpu_kind: str | None = setting(
         None,
-        help="distribution of the server work per round; none: the parameter file's",
+        help="distribution of the server work per round",
         choices=SERVICE_TIME_KINDS,
     )
     answer_timeout_s: float = setting(

@@ -39,17 +39,21 @@ def add_flags(
     skip: Iterable[str] = (),
     defaults: Mapping[str, object] | None = None,
     action: type[argparse.Action] | None = None,
+    shown: Mapping[str, str] | None = None,
 ) -> None:
     """Add one flag per field of `config_type`, with help that shows the default.
 
     `only` and `skip` choose fields by name; `defaults` replaces a field's default for this
     command. A default replaced by None leaves the field unset unless the flag is given (the
-    command fills it in), and the field's help must then say what happens. `action`, when
-    given, stores every flag that takes a value (a command that notes which were given).
+    command fills it in), and the field's help must then say what happens. `shown` says in
+    words what this command does when a field's flag is not given, where its value would
+    not (a field left at None that the command fills in). `action`, when given, stores
+    every flag that takes a value (a command that notes which were given).
     """
     defaults = dict(defaults or {})
+    shown = dict(shown or {})
     chosen = chosen_fields(config_type, only, skip)
-    unknown = set(defaults) - {field.name for field in chosen}
+    unknown = (set(defaults) | set(shown)) - {field.name for field in chosen}
     if unknown:
         raise ValueError(f"defaults for fields without a flag here: {sorted(unknown)}")
     hints = typing.get_type_hints(config_type)
@@ -79,6 +83,8 @@ def add_flags(
         done.add(flag)
         if action is not None and "action" not in options:
             options["action"] = action
+        if field.name in shown:
+            options["help"] = _help(described.help, shown[field.name])
         parser.add_argument(flag, dest=dest, **options)
         for alias in described.aliases:
             hidden = {**options, "help": argparse.SUPPRESS, "default": argparse.SUPPRESS}
