@@ -329,7 +329,12 @@ class TargetUser(FlowUser):
         tool = self.caller.pick_tool()
         if pending is not None:
             pending.tool = tool
-        return self.caller.call(
+        http.transport_error = ""
+        record = self.caller.call(
             http.post, http, holder, tool, think=self.think, rng=self.rng,
             max_retries=CONFIG.max_retries, sleep=gevent.sleep, backoff=BACKOFF,
         )  # fmt: skip
+        if record.outcome == "lost" and http.transport_error:
+            # The lab's words for this are its replicas'; a target's are the client's.
+            record.error = f"no answer from the target: {http.transport_error}"
+        return record

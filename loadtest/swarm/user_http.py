@@ -29,6 +29,9 @@ class UserHttp:
         self.client = client
         self.auth = auth
         self.path = path
+        #: Why the last request that got no answer at all got none (a timeout, a refused
+        #: connection), in the client's words; empty until one does.
+        self.transport_error = ""
 
     def post(self, headers: dict[str, str], body: dict[str, Any]) -> HttpReply:
         """One POST; JSON-RPC errors count as Locust failures."""
@@ -41,6 +44,7 @@ class UserHttp:
             catch_response=True,
         ) as response:
             REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
+            self._note_transport_error(response)
             parsed = reply_message(header(response, "content-type") or "", _content(response))
             judge(response, parsed)
             return HttpReply(
@@ -63,6 +67,7 @@ class UserHttp:
             catch_response=True,
         ) as response:
             REPLICA_COUNTS.add(header(response, "x-served-by"), kind)
+            self._note_transport_error(response)
             is_stream = (header(response, "content-type") or "").startswith("text/event-stream")
             parsed = None if is_stream else json_object(response.text)
             judge(response, parsed)
@@ -84,6 +89,11 @@ class UserHttp:
                 parsed,
                 lines,
             )
+
+    def _note_transport_error(self, response: Any) -> None:
+        error = getattr(response, "error", None)
+        if not response.status_code and error is not None:
+            self.transport_error = f"{type(error).__name__}: {error}".rstrip(": ")
 
 
 def header(response: Any, name: str) -> str | None:
