@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import shlex
 import sys
 import time
@@ -28,7 +27,7 @@ from labsim.cli.options import PARAMS_HELP, PROCESSES_HELP, SET_HELP, add_comman
 from labsim.model import measured
 from labsim.study.capacity import plan
 from labsim.study.plan_inputs import plan_inputs
-from labsim.study.plan_report import document, inputs, inputs_text, notes, table
+from labsim.study.plan_report import inputs_text, table
 from labsim.study.plan_request import PlanRequest
 from server.flags import add_flags, flags_of, values_from_flags
 
@@ -108,37 +107,27 @@ def run(args: argparse.Namespace) -> int:
     request = request_from(args)
     measurement = measured.load(args.params) if args.params else None
     plan_input = plan_inputs(measurement, set_pairs(args.set))
-    answer = plan(request, plan_input, processes=args.processes, progress=sys.stderr.isatty())
-    stated = stated_fields(args)
+    answer = plan(
+        request,
+        plan_input,
+        processes=args.processes,
+        progress=sys.stderr.isatty(),
+        stated=stated_fields(args),
+    )
     command = "python -m labsim " + shlex.join(getattr(args, "argv", ["plan"]))
-    print(inputs_text(inputs(answer, stated)))
-    for note in notes(answer):
+    print(inputs_text(list(answer.inputs)))
+    for note in answer.notes:
         print(f"note: {note}")
     print()
     print(table(answer))
     elapsed_s = time.perf_counter() - started
     print(f"\nelapsed: {elapsed_s:.1f} s")
+    answer = dataclasses.replace(answer, command=command, elapsed_s=elapsed_s)
     if args.json:
-        written = document(answer, command, stated)
-        written["elapsed_s"] = elapsed_s
-        Path(args.json).write_text(json.dumps(_plain(written), indent=2) + "\n")
+        Path(args.json).write_text(json.dumps(answer.to_json(), indent=2) + "\n")
     if args.plot:
         from labsim.study.plots.plan import plan_uses  # matplotlib loads only when asked
 
-        plan_uses(document(answer, command, stated)).savefig(args.plot, dpi=120)
-    every = all(a["replicas"] is not None for a in answer["architectures"].values())
+        plan_uses(answer).savefig(args.plot, dpi=120)
+    every = all(a.replicas is not None for a in answer.architectures.values())
     return 0 if every else 1
-
-
-def _plain(value: Any) -> Any:
-    """`value` as JSON writes it: dataclasses as their fields, tuples as lists, an infinite
-    figure (a p95 that is a miss) as null."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
