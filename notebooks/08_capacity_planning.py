@@ -524,8 +524,12 @@ if changed:
 elif checked.recorded:
     fleets = {a: r.replicas for a, r in heavy_plan.architectures.items()}
     recorded_fleets = {a: r.replicas for a, r in checked_plan.architectures.items()}
+    recorded_plan_command, recorded_verify_command = checked.data["commands"]
+    # The same question, whatever names its flags had then (older names are still read).
+    recorded_args = labsim_parser().parse_args(shlex.split(recorded_plan_command)[3:])
+    same_question = request_from(recorded_args) == request_from(plan_args)
     claim(
-        checked.data["commands"] == [PLAN_COMMAND, VERIFY_COMMAND] and fleets == recorded_fleets,
+        same_question and recorded_verify_command == VERIFY_COMMAND and fleets == recorded_fleets,
         "the recording ran this section's commands, and tested a plan with the fleets of the "
         "plan made here",
         commands=checked.data["commands"],
