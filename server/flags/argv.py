@@ -47,12 +47,8 @@ def to_argv(
         values = [getattr(config, member.name) for member in members]
         if values == [defaults.get(m.name, computed_default(m)) for m in members]:
             continue
-        argv += _words(field, described, flag, values, defaults.get(field.name, _MISSING))
+        argv += _words(field, described, flag, values)
     return argv
-
-
-#: No default given by the command: the field's own applies.
-_MISSING = object()
 
 
 def _words(
@@ -60,7 +56,6 @@ def _words(
     described: Setting,
     flag: str,
     values: list[object],
-    default: object,
 ) -> list[str]:
     """The words that set a field (or the fields a flag sets together) to `values`."""
     value = values[0]
