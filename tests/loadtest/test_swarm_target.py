@@ -112,6 +112,25 @@ def test_answers_the_server_rejects_are_said_in_its_words(
     assert REJECTED in out.with_suffix(".html").read_text()
 
 
+def test_a_server_of_2025_11_25_alone_is_driven_in_that_era(tmp_path: Path) -> None:
+    server = SdkServer(tmp_path / "server.log", "legacy-only")
+    try:
+        server.wait_until_listening()
+        refused = swarm(server.url, "--era", "2026-07-28", cwd=tmp_path)
+        out = tmp_path / "swarm.json"
+        done = swarm(
+            server.url, "--users", "2", "--duration", "3", "--json", str(out), cwd=tmp_path
+        )
+    finally:
+        server.stop()
+    assert "does not speak 2026-07-28; it speaks 2025-11-25" in _refused(refused)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(out.read_text())
+    assert summary["completed"] > 0 and summary["failed"] == summary["lost"] == 0, summary
+    assert {c["arch"] for c in summary["calls"]} == {"legacy"}
+    assert sum(t["completed"] for t in summary["per_tool"].values()) == summary["completed"]
+
+
 def _refused(done: subprocess.CompletedProcess[str]) -> str:
     assert done.returncode == 2, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
