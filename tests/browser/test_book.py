@@ -54,7 +54,8 @@ def book(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReques
         runs: LightRuns = request.getfixturevalue("light_runs")
         executed = runs.executed_dir
         for name in SUBSET:
-            runs.run(name)
+            errors = runs.run(name).errors
+            assert not errors, f"{name} failed in the light install's Run All:\n{errors[0]}"
     out = tmp_path_factory.mktemp("book")
     build([NOTEBOOKS_DIR / name for name in SUBSET], out, executed)
     return out
