@@ -76,6 +76,7 @@ def test_run_all_draws_every_figure_readable_and_none_empty(
     name: str, light_runs: LightRuns
 ) -> None:
     run = light_runs.run(name)
+    assert not run.errors, f"the run stopped before its figures: {run.errors[0]}"
     assert run.figure_widths and all(width > 0 for width in run.figure_widths)
     assert [record for record in run.census if "census_error" in record] == []
     drawn = [record for record in run.census if "figure" in record]
