@@ -284,6 +284,11 @@ def _run_headless(
     if plan.html_path is not None:
         write_html_report(swarm.env, plan.html_path)
     summary["target"] = plan.target
+    mix = exported_mix() if _drives_target(plan) else None
+    if mix is not None:  # the target's own tools, as discovered, and the eras spoken
+        summary["target_server"] = mix.server_name
+        summary["target_eras"] = list(mix.eras)
+        summary["target_tools"] = mix.weights
     if plan.fault:  # the run's scenario is the fault injected on cue
         summary["scenario"] = plan.fault
     summary["workers"] = len(swarm.worker_ids)

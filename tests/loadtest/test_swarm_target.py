@@ -65,6 +65,7 @@ def test_every_call_of_the_servers_own_tools_completes_in_each_era(
     per_tool = summary["per_tool"]
     assert summary["completed"] > 10 and summary["failed"] == summary["lost"] == 0, summary
     assert set(per_tool) == TOOLS
+    assert (summary["target_server"], summary["target_eras"]) == ("rooms-and-money", [era])
     assert sum(t["completed"] for t in per_tool.values()) == summary["completed"]
     assert all(t["failures"] == {} and t["calls"] == t["completed"] for t in per_tool.values())
     assert per_tool["summarize"]["rounds_mean"] == 1  # asks nothing
