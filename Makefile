@@ -95,9 +95,9 @@ test: setup
 	$(BIN)/python -m pytest --durations=15
 
 # The fast tier, for the inner loop between changes (a few minutes): lint, types and every
-# test that starts no server process, drives no browser and executes no notebook. It needs
-# only the venv; `make test` runs everything.
-FAST_TIER := not integration and not browser and not notebooks and not conformance
+# test that starts no server process, drives no browser, executes no notebook and takes
+# no more than a second or two. It needs only the venv; `make test` runs everything.
+FAST_TIER := not integration and not browser and not notebooks and not conformance and not slow
 check: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

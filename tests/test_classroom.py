@@ -9,6 +9,8 @@ import shlex
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.test_documented_commands import commands_of
 from tests.test_environment import resolved
 
@@ -45,6 +47,7 @@ def test_the_recipe_needs_no_root_and_installs_the_notebooks_group_alone() -> No
     assert installed_extras() == ["notebooks"]
 
 
+@pytest.mark.slow
 def test_the_recipes_install_brings_the_notebooks_and_no_load_test() -> None:
     names = resolved(f"[{','.join(installed_extras())}]")
     assert {"jupyterlab", "ipywidgets", "simpy", "matplotlib", "mcp"} <= names

@@ -169,6 +169,7 @@ QUICK_COMMANDS = sorted({c for _, c in documented_commands() if _quick(c)})
 
 
 @pytest.mark.parametrize("command", QUICK_COMMANDS)
+@pytest.mark.slow
 def test_a_quick_documented_command_runs(command: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     words = shlex.split(command)

@@ -82,6 +82,7 @@ def resolved(extras: str) -> frozenset[str]:
     )
 
 
+@pytest.mark.slow
 def test_installing_the_server_alone_brings_no_lab_tools() -> None:
     names = resolved("")
     assert {"starlette", "uvicorn", "cryptography"} <= names

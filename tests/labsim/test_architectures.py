@@ -108,6 +108,7 @@ def test_rounds_follow_the_tool_and_nobody_is_asked_twice_in_steady_state() -> N
         assert calls["wasted_cpu_s"].sum() == 0
 
 
+@pytest.mark.slow
 def test_a_user_who_never_answers_is_abandoned_at_the_answer_timeout() -> None:
     for architecture in ARCHITECTURES:
         result = run("steady", architecture, never_answer_share=1.0)

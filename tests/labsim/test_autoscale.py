@@ -30,6 +30,7 @@ def billed_hours(events: pd.DataFrame, initial: int, t0: float, t1: float) -> fl
 
 
 @pytest.mark.parametrize("architecture", ["mrtr", "sticky", "sse-store"])
+@pytest.mark.slow
 def test_the_bill_is_the_replica_hours_the_store_and_the_egress(architecture: str) -> None:
     result = run("autoscale", architecture)
     params, summary = result.params, result.summary
@@ -139,6 +140,7 @@ def test_the_autoscaler_has_a_slot_of_its_own_and_takes_overrides_by_field() -> 
         scenarios.build("steady", target=0.6)
 
 
+@pytest.mark.slow
 def test_scaling_on_requests_in_flight_counts_held_streams_as_load() -> None:
     # A held SSE stream is a request in flight for the whole think time: the sticky fleet
     # grows for users who are thinking, MRTR's only for work.

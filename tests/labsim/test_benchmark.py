@@ -37,6 +37,7 @@ def test_bare_loop_schedules_the_events_of_the_same_queueing(rtt_s: float) -> No
     assert events_scheduled(simulation.env) > 0
 
 
+@pytest.mark.slow
 def test_report_prints_every_model_and_the_time_plan_takes() -> None:
     printed = report(90.0, 2, 0)
     for architecture in ("sse-store", "sticky", "mrtr"):

@@ -61,6 +61,7 @@ def cpu_bound(**changes: object) -> PlanRequest:
     return PlanRequest(**(fields | changes))
 
 
+@pytest.mark.slow
 def test_the_answer_is_the_same_over_seeds_away_from_the_latency_floor() -> None:
     answers = [plan(cpu_bound(seed=seed)) for seed in (0, 1, 2)]
     for answer in answers:
@@ -71,6 +72,7 @@ def test_the_answer_is_the_same_over_seeds_away_from_the_latency_floor() -> None
         assert found == {(3, "cpu")}, architecture
 
 
+@pytest.mark.slow
 def test_binding_is_none_when_no_constraint_is_near_its_limit() -> None:
     answer = plan(cpu_bound(rate_per_s=2.0))
     check_contract(answer)
@@ -80,6 +82,7 @@ def test_binding_is_none_when_no_constraint_is_near_its_limit() -> None:
         assert max(v for v in result.fleet.use.values() if v is not None) < NEAR_LIMIT
 
 
+@pytest.mark.slow
 def test_a_parameter_files_base_memory_changes_the_plan(tmp_path: Path) -> None:
     payload = json.loads(measured.DEFAULT_PATH.read_text())
     payload["values"]["held_call_bytes"] = 5_000_000  # a tool that keeps a document alive
@@ -107,6 +110,7 @@ def test_a_parameter_files_base_memory_changes_the_plan(tmp_path: Path) -> None:
         assert heavy.one_fewer is not None and heavy.one_fewer.broke[0] == "memory"
 
 
+@pytest.mark.slow
 def test_one_fewer_shows_what_broke_when_held_streams_fill_the_connections() -> None:
     request = PlanRequest(
         rate_per_s=10.0,
@@ -132,6 +136,7 @@ def test_one_fewer_shows_what_broke_when_held_streams_fill_the_connections() -> 
     assert (plans["mrtr"].cost_breakdown or {})["store_usd"] == 0
 
 
+@pytest.mark.slow
 def test_an_slo_below_the_latency_floor_is_answered_without_a_search() -> None:
     answer = plan(cpu_bound(slo_p95_ms=30.0))  # a call's rounds take 40-60 ms alone
     for result in answer.architectures.values():

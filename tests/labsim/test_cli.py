@@ -55,6 +55,7 @@ def mmc_rates(arrival: str, service: str, servers: str) -> list[str]:
         (["compare", "--scenario", "steady", "--set", "arrival_rate_per_s=-3"], "arrival_rate"),
     ],
 )
+@pytest.mark.slow
 def test_bad_parameters_give_one_line_and_exit_status_2(args: list[str], message: str) -> None:
     done = labsim(*args)
     assert done.returncode == 2
@@ -65,6 +66,7 @@ def test_bad_parameters_give_one_line_and_exit_status_2(args: list[str], message
     assert lines[0].startswith("labsim")
 
 
+@pytest.mark.slow
 def test_mmc_prints_json_with_waits_close_to_erlang_c() -> None:
     done = labsim(
         "mmc", "--arrival-rate", "1", "--service-rate", "1", "--servers", "2",
@@ -81,6 +83,7 @@ def test_mmc_prints_json_with_waits_close_to_erlang_c() -> None:
     assert report["measured_utilization"] == pytest.approx(0.5, rel=0.05)
 
 
+@pytest.mark.slow
 def test_compare_prints_a_table_and_writes_json_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "crash.json"
     figures = tmp_path / "figures"
@@ -115,6 +118,7 @@ def test_validate_exits_non_zero_when_theory_falls_outside(monkeypatch, capsys) 
     assert cli.main(["validate", "--replications", "3"]) == 0
 
 
+@pytest.mark.slow
 def test_bench_reports_each_architecture_against_the_bare_loop() -> None:
     done = labsim("bench", "--horizon-s", "300", "--repeats", "1", "--no-plan")
     assert done.returncode == 0, done.stderr
@@ -123,6 +127,7 @@ def test_bench_reports_each_architecture_against_the_bare_loop() -> None:
     assert "slowdown" in done.stdout
 
 
+@pytest.mark.slow
 def test_scenarios_are_listed() -> None:
     done = labsim("scenarios")
     assert done.returncode == 0

@@ -66,6 +66,7 @@ def test_differences_sees_a_changed_figure() -> None:
 @pytest.mark.parametrize(
     "case", FIXTURE["cases"], ids=[case["args"][1] for case in FIXTURE["cases"]]
 )
+@pytest.mark.slow
 def test_compare_prints_and_writes_the_recorded_figures(
     case: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -90,6 +90,7 @@ def test_a_drain_longer_than_any_hold_loses_nothing() -> None:
         assert summary["re_prompts"] == 0
 
 
+@pytest.mark.slow
 def test_mrtr_offload_preserves_work_that_503_rejection_throws_away() -> None:
     offload = run("overload", "mrtr", shed_policy="mrtr-offload").summary
     reject = run("overload", "mrtr", shed_policy="reject-503").summary
@@ -100,6 +101,7 @@ def test_mrtr_offload_preserves_work_that_503_rejection_throws_away() -> None:
     assert offload["completed"] > reject["completed"]
 
 
+@pytest.mark.slow
 def test_the_legacy_protocol_cannot_offload_so_it_rejects() -> None:
     offload = run("overload", "sticky", shed_policy="mrtr-offload").calls
     reject = run("overload", "sticky", shed_policy="reject-503").calls
@@ -114,6 +116,7 @@ def test_without_shedding_the_queue_grows_during_a_spike() -> None:
     assert spike["wasted_cpu_s"] == 0
 
 
+@pytest.mark.slow
 def test_without_keep_alives_the_idle_timeout_cuts_users_who_think_too_long() -> None:
     for architecture in LEGACY:
         result = run("idle-timeout", architecture)

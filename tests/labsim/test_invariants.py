@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,7 @@ deployments = st.builds(
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(params=deployments, seed=st.integers(0, 2**16))
+@pytest.mark.slow
 def test_any_deployment_accounts_for_every_call(params: SimParams, seed: int) -> None:
     for architecture in ARCHITECTURES:
         result = simulate(params, architecture, seed)

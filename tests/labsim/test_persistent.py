@@ -68,6 +68,7 @@ def test_every_architecture_runs_the_same_tasks_to_their_end(architecture: str) 
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.slow
 def test_a_crash_hands_its_tasks_to_another_replica(architecture: str) -> None:
     result = run("persistent-crash", architecture)
     summary = result.summary
@@ -82,6 +83,7 @@ def test_a_crash_hands_its_tasks_to_another_replica(architecture: str) -> None:
 
 
 @pytest.mark.parametrize("architecture", ARCHITECTURES)
+@pytest.mark.slow
 def test_a_store_outage_loses_no_acknowledged_task_and_never_hangs(architecture: str) -> None:
     result = run("persistent-store-outage", architecture)
     tasks, summary = result.tasks, result.summary
@@ -131,6 +133,7 @@ def test_a_task_that_outlives_its_ttl_expires() -> None:
     assert 0 < stored <= 1.2 * rate_per_s * ttl_s * result.params.tasks.record_bytes
 
 
+@pytest.mark.slow
 def test_the_share_sweep_shows_mrtr_losing_its_store_advantage() -> None:
     frame = share_sweep((0.0, 0.5), replications=2, processes=1, horizon_s=400.0, warmup_s=100.0)
     cost_saved = advantage(frame)
@@ -153,6 +156,7 @@ def test_the_share_sweep_shows_mrtr_losing_its_store_advantage() -> None:
         plt.close(figure)
 
 
+@pytest.mark.slow
 def test_compare_persistent_reports_tasks_per_architecture(tmp_path: Path) -> None:
     out = tmp_path / "persistent.json"
     done = subprocess.run(

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from labsim.model import measured
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +37,7 @@ def labsim_plan(*args: str, timeout_s: float = 120) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_the_plan_file_has_what_verify_plan_reads(tmp_path: Path) -> None:
     out, figure = tmp_path / "plan.json", tmp_path / "plan.png"
     args = ["--rate", "10", "--think-time-median-s", "10", "--connection-limit", "24",
@@ -81,6 +84,7 @@ def test_the_plan_file_has_what_verify_plan_reads(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_absurd_inputs_are_refused_by_flag_before_any_run() -> None:
     for args, flag in ((["--rate", "1e9"], "--rate"), (["--measure-s", "1e12"], "--measure-s")):
         started = time.perf_counter()
@@ -100,6 +104,7 @@ def test_an_slo_below_the_latency_floor_is_said_at_once() -> None:
     assert time.perf_counter() - started < 30
 
 
+@pytest.mark.slow
 def test_set_reaches_the_model_and_refuses_what_the_request_sets(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
     done = labsim_plan("--rate", "2", "--set", "cluster.health_check_interval_s=1",
@@ -116,6 +121,7 @@ def test_set_reaches_the_model_and_refuses_what_the_request_sets(tmp_path: Path)
     assert unknown.returncode == 2 and "cluster.nonsense" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_a_parameter_file_key_the_model_does_not_know_is_refused(tmp_path: Path) -> None:
     payload = json.loads(measured.DEFAULT_PATH.read_text())
     payload["replica"]["base_memory_mb"] = 50
@@ -126,6 +132,7 @@ def test_a_parameter_file_key_the_model_does_not_know_is_refused(tmp_path: Path)
     assert "replica.base_memory_mb" in done.stderr
 
 
+@pytest.mark.slow
 def test_help_shows_the_measured_round_as_the_default() -> None:
     done = labsim_plan("--help")
     text = " ".join(done.stdout.split())

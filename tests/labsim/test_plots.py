@@ -260,6 +260,7 @@ def test_rollout_draws_each_replica_through_drain_restart_and_the_new_version() 
     assert figure.axes[-1].get_xlim() == (380.0, end_s)
 
 
+@pytest.mark.slow
 def test_through_a_spike_draws_a_line_per_setting_over_the_shaded_spike() -> None:
     # Not `run`: a spike's queues do not settle within the window, so Little's law's check
     # on a finite window does not apply.
@@ -287,6 +288,7 @@ def test_through_a_spike_draws_a_line_per_setting_over_the_shaded_spike() -> Non
     assert legend == ["none", "mrtr-offload", "the spike"]
 
 
+@pytest.mark.slow
 def test_autoscaling_marks_each_scaling_and_names_every_replica() -> None:
     results = {a: run("autoscale", a, seed=8) for a in ("sticky", "mrtr")}
     figure = plots.autoscaling(results)

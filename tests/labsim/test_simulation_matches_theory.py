@@ -23,6 +23,8 @@ from labsim.study.validation import (
     validate,
 )
 
+pytestmark = pytest.mark.slow
+
 REPLICATIONS = 8
 LEVEL = 0.99
 

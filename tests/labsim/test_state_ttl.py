@@ -22,6 +22,7 @@ SLOW_USERS = {
 }
 
 
+@pytest.mark.slow
 def test_answers_after_the_ttl_are_asked_again_from_the_first_question() -> None:
     params = SimParams().with_overrides(**SLOW_USERS)
     calls = simulate(params, "mrtr", seed=4).measured_calls()
@@ -42,6 +43,7 @@ def test_answers_after_the_ttl_are_asked_again_from_the_first_question() -> None
     assert (calls["outcome"].isin(["completed", "lost"])).all()
 
 
+@pytest.mark.slow
 def test_a_long_enough_ttl_or_the_legacy_protocol_asks_nobody_again() -> None:
     params = SimParams().with_overrides(**SLOW_USERS)
     forever = simulate(params.with_overrides(state_ttl_s=1e9), "mrtr", seed=4).summary

@@ -171,6 +171,7 @@ def test_held_calls_are_measured_on_the_lab_and_on_the_sdks_own_legacy_server() 
     assert report["lab/sdk"] > 0
 
 
+@pytest.mark.slow
 def test_in_process_microbenchmark_times_every_round_kind_on_both_apps() -> None:
     from loadtest.bench.microbench import in_process_microbench
 

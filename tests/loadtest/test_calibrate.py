@@ -82,6 +82,7 @@ def test_restart_time_is_read_from_the_upgrade_events() -> None:
     assert restart_s(events) == pytest.approx(2.0)
 
 
+@pytest.mark.slow
 def test_the_simulated_level_is_busy_as_offered_rate_times_service() -> None:
     predicted = predict_level(INPUTS, "mrtr", 60.0)
     # 60 calls/s, two rounds of 5 ms each: the replica is busy 60% of the time.
@@ -136,6 +137,7 @@ def test_runnable_stretches_of_a_live_thread_are_timed() -> None:
     assert quartiles == pytest.approx([0.015, 0.025], abs=0.002)
 
 
+@pytest.mark.slow
 def test_a_wider_service_spread_lengthens_the_simulated_tail() -> None:
     # At 80% of the replica, queueing grows with the service time's spread (Pollaczek-
     # Khinchine: the mean wait is proportional to 1 + cv^2).
@@ -165,6 +167,7 @@ def _run(p95_ms: float, service_s: float, wait_s: float = 0.15) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
     runs = [_run(40.0, 0.005), _run(120.0, 0.005), _run(50.0, 0.006)]
     row = level_row(0.5, runs, INPUTS, "sticky", background_per_s=0.03, simulated_calls=3_000)
@@ -184,6 +187,7 @@ def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
     assert row["utilization_predicted"] == pytest.approx(twins + 0.03)
 
 
+@pytest.mark.slow
 def test_a_run_that_met_a_busy_machine_is_left_out_and_flagged() -> None:
     # The second run's replica waited for a CPU 40% of its busy time.
     runs = [_run(40.0, 0.005), _run(120.0, 0.005, wait_s=2.0), _run(50.0, 0.006)]
@@ -267,6 +271,7 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
     assert len(upgrades) == 3 and upgrades[2].startswith("| `sticky` |")
 
 
+@pytest.mark.slow
 def test_a_disturbed_service_spread_leaves_no_level_reported() -> None:
     from loadtest.calibration.calibrate import Fit, _disturbed
 

@@ -73,6 +73,7 @@ def test_cluster_up_stops_everything_on_sigterm() -> None:
         (["swarm", "--fault", "crash"], "--fault needs --headless"),
     ],
 )
+@pytest.mark.slow
 def test_bad_settings_are_a_one_line_error(args: list[str], message: str) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "loadtest", *args], capture_output=True, text=True, timeout=60

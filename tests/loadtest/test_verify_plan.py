@@ -34,6 +34,8 @@ from loadtest.verify.live_case import (
 from loadtest.verify.live_verdict import LiveRun, judge_run
 from loadtest.verify.plan_file import parse_plan, round_ms, tool_shares
 
+pytestmark = pytest.mark.slow
+
 WEATHER_PLACES = {"Paris", "Lagos", "Lima", "Oslo", "Pune"}
 
 
