@@ -31,6 +31,7 @@ def ready() -> None:
         pytest.skip(f"{MERMAID_JS} is missing: `make setup` installs it")
 
 
+@pytest.mark.browser
 def test_a_mermaid_block_becomes_its_drawing(ready: None) -> None:
     assert has_diagram(SEQUENCE)
     with mermaid_renderer() as renderer:
@@ -46,6 +47,7 @@ def test_a_mermaid_block_becomes_its_drawing(ready: None) -> None:
     assert "<script" not in svg[0]
 
 
+@pytest.mark.browser
 def test_a_diagram_mermaid_refuses_fails_the_build(ready: None) -> None:
     with mermaid_renderer() as renderer, pytest.raises(DiagramError, match="refused"):
         renderer.svg("sequenceDiagram\n    this is not a message\n")

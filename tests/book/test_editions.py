@@ -20,6 +20,8 @@ from book.editions import (
 from lessons.answers import SHOW
 from lessons.execution import SlicedPollClient
 
+pytestmark = pytest.mark.notebooks
+
 LESSON = "print('the lesson shows this line to everyone')"
 SLIDER = "import ipywidgets\ndisplay(ipywidgets.IntSlider(value=3, description='replicas'))"
 SOLUTION = """with hidden_answer(\"\"\"The store answers in **0.2 ms**, so nobody waits.\"\"\"):

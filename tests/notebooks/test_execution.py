@@ -20,6 +20,7 @@ def _notebook(path: Path, *sources: str) -> Path:
     return path
 
 
+@pytest.mark.notebooks
 def test_a_report_writes_each_notebook_that_ran_and_counts_the_one_that_failed(
     tmp_path: Path,
 ) -> None:

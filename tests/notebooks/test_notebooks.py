@@ -227,6 +227,7 @@ def assert_readable(run: Run, name: str) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+@pytest.mark.notebooks
 def test_runs_top_to_bottom_checking_its_claims_with_readable_figures(
     path: Path,
     kernel_on_this_python: str,
@@ -260,6 +261,7 @@ def laptop_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(LIVE_PARTS))
+@pytest.mark.notebooks
 def test_live_parts_show_their_recording_without_haproxy_redis_or_node(
     name: str,
     kernel_on_this_python: str,
@@ -293,6 +295,7 @@ def key_rotation_lesson() -> nbformat.NotebookNode:
     return lesson
 
 
+@pytest.mark.notebooks
 def test_notebook_03_stops_when_a_retired_keys_state_is_rejected_again(
     kernel_on_this_python: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
