@@ -180,17 +180,22 @@ class ServerConfig(AccessConfig):
     max_header_count: int = setting(
         100, help="most header fields one request may carry; more get HTTP 431", metavar="N"
     )
-    # Apache's mod_reqtimeout rule: a slow but steady upload goes on, a trickle does not.
+    # The same 10 s as HAProxy's `timeout http-request`, which also counts from the first byte.
     body_timeout_s: float = setting(
         10.0,
-        help="how long a request body may take once its headers are in, plus a second for "
-        "every --body-min-rate-bytes-per-s bytes received; a later body gets HTTP 408 and the "
-        "connection closes",
+        help="how long a whole request (headers and body) may take from its first byte; a "
+        "body still arriving then goes on only while it has averaged "
+        "--body-min-rate-bytes-per-s since its head (bytes sent with the head count), and "
+        "never longer than its length at that rate past this; a later body gets HTTP 408 and "
+        "the connection closes",
         metavar="S",
     )
+    # 1 MiB (--max-body-bytes) in 4 s: a body that comes at all comes far faster, and a
+    # burst then silence, or a drip, earns a few seconds at most.
     body_min_rate_bytes_per_s: int = setting(
-        1024,
-        help="the body rate that earns a slow upload more time (see --body-timeout-s)",
+        256 * 1024,
+        help="the average rate a body must keep, from its head on, to go on past "
+        "--body-timeout-s (see there)",
         metavar="N",
     )
     # Sized for a client that polls a handful of tasks: each wait holds a request in flight.
@@ -232,6 +237,28 @@ class ServerConfig(AccessConfig):
         100,
         help="legacy sessions one principal may have open, counted in the legacy store (so "
         "across replicas with Redis); initialize beyond it gets HTTP 429; 0: no limit",
+        metavar="N",
+    )
+    # A hundred resources is more than a client shows at once; each URI stays for the
+    # session's life (an hour idle), so the total per principal bounds what one caller keeps.
+    max_subscriptions_per_session: int = setting(
+        100,
+        help="resources one legacy session may subscribe to (resources/subscribe); one more "
+        "gets HTTP 429; 0: no limit",
+        metavar="N",
+    )
+    # Browsers' and proxies' common limit on a URL.
+    max_subscription_uri_bytes: int = setting(
+        2048,
+        help="longest resource URI a legacy session may subscribe to (UTF-8 bytes); a longer "
+        "one is refused with -32602 (HTTP 413); 0: no limit",
+        metavar="N",
+    )
+    max_subscription_bytes_per_principal: int = setting(
+        1024 * 1024,
+        help="what the subscribed URIs of all one principal's legacy sessions may add up to "
+        "(UTF-8 bytes, counted in the legacy store, so across replicas with Redis); beyond it "
+        "resources/subscribe is refused with -32602 (HTTP 413); 0: no limit",
         metavar="N",
     )
     max_tasks_per_principal: int = setting(
@@ -324,6 +351,9 @@ class ServerConfig(AccessConfig):
             self.max_tasks_per_principal,
             self.max_task_result_waits_per_principal,
             self.max_cpu_calls_per_principal,
+            self.max_subscriptions_per_session,
+            self.max_subscription_uri_bytes,
+            self.max_subscription_bytes_per_principal,
         )
         if self.cpu_inline_max_ms < 0:
             raise ConfigError("cpu_inline_max_ms must be >= 0 (0: all CPU work off the loop)")

@@ -58,6 +58,7 @@ def wire_limits(config: ServerConfig) -> WireLimits:
         max_header_count=config.max_header_count,
         body_timeout_s=config.body_timeout_s,
         body_min_rate_bytes_per_s=config.body_min_rate_bytes_per_s,
+        max_body_bytes=config.max_body_bytes,
     )
 
 

@@ -70,7 +70,7 @@ defaults
     # picks a replica (http-buffer-request), and the request timeout covers the body too,
     # so idle, slow-header and slow-body sockets are cut here (408) and never hold a
     # replica's connection. Bodies larger than HAProxy's buffer (16 KiB) go on once it
-    # is full, under the replicas' own body timeout.
+    # is full, under the replicas' own rule: the rest must average their minimum rate.
     option http-buffer-request
     timeout http-request {round(request_timeout_s * 1000)}ms
     # SSE streams stay open while a user thinks; the replicas' keep-alive comments (every

@@ -12,10 +12,14 @@ those sockets is cheap to open, so a few thousand of them leave every other clie
   connection opens, and again from the first byte of every later request on it;
 - they may take at most `max_header_bytes` (counted before the parser buffers them) and
   `max_header_count` fields; beyond either the answer is 431 and the connection closes;
-- the body must then arrive within `body_timeout_s`, extended by one second for every
-  `body_min_rate_bytes_per_s` bytes received (Apache's mod_reqtimeout rule: a slow but
-  steady upload goes on, a trickle does not); late, the answer is 408 and the connection
-  closes.
+- the whole request, headers and body, has `body_timeout_s` from its first byte (as
+  HAProxy's `timeout http-request` counts); a body still arriving then goes on only while
+  it has averaged `body_min_rate_bytes_per_s` since its head was complete (the bytes that
+  came with the head count), and never past a ceiling: `body_timeout_s` plus the time a
+  body of the declared length (or `max_body_bytes`, for a chunked one) takes at that rate.
+  A burst followed by silence buys only the time its bytes are worth at the minimum rate,
+  a drip under the rate nothing, and no body outlives the ceiling (at the defaults, 10 s
+  plus 4 s for a 1 MiB body); late, the answer is 408 and the connection closes.
 - after an early answer (a 413 before the body is read), the rest of the body is the
   parser's to read and drop, within the header timeout, and the next head is counted
   from its declared end: a proxy in front sends the whole body all the same, and the
@@ -66,6 +70,32 @@ class WireLimits:
     max_header_count: int
     body_timeout_s: float
     body_min_rate_bytes_per_s: float
+    max_body_bytes: int
+
+
+def body_deadline_s(
+    limits: WireLimits,
+    *,
+    request_started_s: float,
+    head_done_s: float,
+    body_bytes: int,
+    declared_bytes: int,
+) -> float:
+    """When a body still arriving is cut, on the clock its times are read from.
+
+    `request_started_s` is the request's first byte, `head_done_s` the moment its head was
+    complete, `body_bytes` what has arrived of the body since (with the head included),
+    `declared_bytes` its Content-Length (0: chunked). A body may go on past the request's
+    `body_timeout_s` only while it has averaged the minimum rate since its head, up to the
+    ceiling the module describes.
+    """
+    rate = limits.body_min_rate_bytes_per_s
+    whole_s = request_started_s + limits.body_timeout_s
+    expected = (
+        declared_bytes if 0 < declared_bytes <= limits.max_body_bytes else limits.max_body_bytes
+    )
+    ceiling_s = whole_s + expected / rate
+    return min(ceiling_s, max(whole_s, head_done_s + body_bytes / rate))
 
 
 def protocol_class(http: str) -> type[asyncio.Protocol]:
@@ -111,6 +141,8 @@ def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[a
         _header_timer: asyncio.TimerHandle | None = None
         #: Bytes of the request whose headers are awaited, received so far.
         _head_bytes = 0
+        #: When the request whose headers are awaited (or whose body is) sent its first byte.
+        _request_started_s = 0.0
         _body_timer: asyncio.TimerHandle | None = None
         _body_started_s = 0.0
         _body_bytes = 0
@@ -141,7 +173,9 @@ def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[a
                 ):
                     self._refuse(HEADERS_TOO_LARGE)
                 elif cycle.more_body:
-                    self._arm_body_timer(cycle)
+                    # The bytes that came with the head are the body's first.
+                    end = data.find(_HEAD_END)
+                    self._arm_body_timer(cycle, len(data) - end - 4 if end >= 0 else 0)
             elif self.transport.get_protocol() is not self:
                 # Upgraded to a WebSocket, handed to another protocol.
                 self._disarm_header_timer()
@@ -184,7 +218,9 @@ def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[a
 
         def _arm_header_timer(self) -> None:
             self._head_bytes = 0
-            self._header_timer = asyncio.get_running_loop().call_later(
+            loop = asyncio.get_running_loop()
+            self._request_started_s = loop.time()
+            self._header_timer = loop.call_later(
                 self.wire_limits.header_timeout_s, self._headers_timed_out
             )
 
@@ -198,27 +234,32 @@ def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[a
             if not self.transport.is_closing():
                 self.transport.close()
 
-        def _arm_body_timer(self, cycle: Any) -> None:
+        def _arm_body_timer(self, cycle: Any, with_head_bytes: int) -> None:
             if self._body_timer is not None:
                 self._body_timer.cancel()
             loop = asyncio.get_running_loop()
             self._body_started_s = loop.time()
-            self._body_bytes = 0
-            self._body_timer = loop.call_later(
-                self.wire_limits.body_timeout_s, self._body_deadline, cycle
+            self._body_bytes = with_head_bytes
+            self._body_timer = loop.call_at(self._body_deadline_s(cycle), self._body_due, cycle)
+
+        def _body_deadline_s(self, cycle: Any) -> float:
+            return body_deadline_s(
+                self.wire_limits,
+                request_started_s=self._request_started_s,
+                head_done_s=self._body_started_s,
+                body_bytes=self._body_bytes,
+                declared_bytes=declared_length(cycle.scope),
             )
 
-        def _body_deadline(self, cycle: Any) -> None:
+        def _body_due(self, cycle: Any) -> None:
             """The body's time is up, unless it arrived or came fast enough to earn more."""
             self._body_timer = None
             if self.cycle is not cycle or not cycle.more_body or self.transport.is_closing():
                 return
-            limits = self.wire_limits
             loop = asyncio.get_running_loop()
-            allowed_s = limits.body_timeout_s + self._body_bytes / limits.body_min_rate_bytes_per_s
-            left_s = self._body_started_s + allowed_s - loop.time()
-            if left_s > 0:
-                self._body_timer = loop.call_later(left_s, self._body_deadline, cycle)
+            due_s = self._body_deadline_s(cycle)
+            if due_s > loop.time():
+                self._body_timer = loop.call_at(due_s, self._body_due, cycle)
             else:
                 # An application that answered before the body came has said its piece.
                 self._refuse(None if cycle.response_started else BODY_TOO_SLOW)

@@ -22,6 +22,7 @@ LIMITS = WireLimits(
     max_header_count=100,
     body_timeout_s=5.0,
     body_min_rate_bytes_per_s=1024,
+    max_body_bytes=1024 * 1024,
 )
 REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
 
