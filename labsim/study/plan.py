@@ -4,8 +4,9 @@ architecture the fleet that meets the SLO, one replica fewer, and the bill.
 `Plan.to_json()` is the document `labsim plan --json` writes and `Plan.from_json()` reads
 it back, the one reader: `python -m loadtest verify-plan`, the notebooks and the report
 read a plan through it, so a field the writer renames is a field every reader misses at
-once, by its name. The document carries `FORMAT_VERSION`; a document of another version,
-or missing a field, or with one this version does not know, is refused naming it.
+once, by its name. The document carries `FORMAT_VERSION`; a document of an older version
+is read with its fields renamed as they are now (`RENAMED_IN`), one of a newer version, or
+missing a field, or with one this version does not know, is refused naming it.
 
 In a plan, a figure of None is one that has no value: an infinite p95 (a miss: too few
 calls completed to have one) or a mean over nothing.
@@ -13,6 +14,7 @@ calls completed to have one) or a mean over nothing.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import types
@@ -26,8 +28,21 @@ from labsim.model.params import SimParams
 from labsim.study.plan_inputs import Input, assumptions
 from labsim.study.plan_request import PlanRequest
 
-#: The version of the plan's document; a reader refuses any other.
-FORMAT_VERSION = 1
+#: The version of the plan's document this writes; it reads this one and every older one.
+FORMAT_VERSION = 2
+#: The fields each version renamed, by the object of the document that holds them.
+#: Version 2: the think time and the users who never answer, named as the load test
+#: names them.
+RENAMED_IN: dict[int, dict[tuple[str, ...], dict[str, str]]] = {
+    2: {
+        section: {
+            "think_median_s": "think_time_median_s",
+            "think_sigma": "think_time_sigma",
+            "never_answer_fraction": "never_answer_share",
+        }
+        for section in (("request",), ("params", "workload"))
+    },
+}
 
 
 class PlanFormatError(ValueError):
@@ -212,13 +227,7 @@ class Plan:
     @classmethod
     def from_json(cls, document: Any, source: str = "plan") -> Plan:
         """The plan in a decoded document; a `PlanFormatError` names what is wrong."""
-        fields = _object(document, source)
-        version = _field(fields, "version", source)
-        if version != FORMAT_VERSION:
-            raise PlanFormatError(
-                f"{source}: a plan of format version {version!r}; this version reads "
-                f"{FORMAT_VERSION}"
-            )
+        fields = _upgraded(_object(document, source), source)
         known = {"version", "command", "request", "params", "inputs", "assumptions", "notes"}
         _no_others(fields, {*known, "architectures", "elapsed_s"}, source)
         request = _request(_field(fields, "request", source), f"{source}: request")
@@ -241,6 +250,30 @@ class Plan:
         # Derived from the inputs, and read only to be sure the document is whole.
         _read(tuple[str, ...], fields, "assumptions", source)
         return plan
+
+
+def _upgraded(fields: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """A document of an older format version with its fields named as this version names
+    them; one of a version this does not read refused."""
+    version = _field(fields, "version", source)
+    if not (isinstance(version, int) and 1 <= version <= FORMAT_VERSION):
+        raise PlanFormatError(
+            f"{source}: a plan of format version {version!r}; this version reads 1 to "
+            f"{FORMAT_VERSION}"
+        )
+    if version == FORMAT_VERSION:
+        return fields
+    document = copy.deepcopy(dict(fields))
+    for later in range(version + 1, FORMAT_VERSION + 1):
+        for path, renamed in RENAMED_IN.get(later, {}).items():
+            holder: Any = document
+            for key in path:
+                holder = holder.get(key) if isinstance(holder, dict) else None
+            if isinstance(holder, dict):
+                for old, new in renamed.items():
+                    if old in holder:
+                        holder[new] = holder.pop(old)
+    return document
 
 
 def _request(value: Any, where: str) -> PlanRequest:

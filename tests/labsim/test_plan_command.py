@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from labsim.model import measured
+from labsim.study.plan import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ["--answer-timeout-s", "30", "--measure-s", "60", "--replications", "2"]
@@ -47,7 +48,7 @@ def test_the_plan_file_has_what_verify_plan_reads(tmp_path: Path) -> None:
     done = labsim_plan(*args)
     assert done.returncode == 0, done.stderr
     plan = json.loads(out.read_text())
-    assert plan["version"] == 1
+    assert plan["version"] == FORMAT_VERSION
     assert plan["command"].startswith("python -m labsim plan --rate 10")
     assert set(plan["request"]) >= REQUEST_FIELDS
     assert plan["request"]["round_cpu_ms"] == 2.0

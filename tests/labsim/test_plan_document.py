@@ -1,6 +1,6 @@
-"""The plan's JSON document: a plan written and read back is the same plan, and a document
-of another format version, or missing a field, or with one the plan does not have, is
-refused by the field's name."""
+"""The plan's JSON document: a plan written and read back is the same plan, one of an older
+format version is read with today's names, and a document of a newer version, or missing a
+field, or with one the plan does not have, is refused by the field's name."""
 
 from __future__ import annotations
 
@@ -73,9 +73,26 @@ def test_the_document_keeps_its_shape(made: Plan) -> None:
     assert "arrivals: Poisson, 2 calls/s (stated: --rate)" in document["assumptions"]
 
 
-def test_another_format_version_is_refused(made: Plan) -> None:
-    document = made.to_json() | {"version": FORMAT_VERSION + 1}
-    with pytest.raises(PlanFormatError, match=f"format version {FORMAT_VERSION + 1}"):
+def test_a_newer_format_version_is_refused(made: Plan) -> None:
+    for version in (FORMAT_VERSION + 1, 0, "2"):
+        document = made.to_json() | {"version": version}
+        with pytest.raises(PlanFormatError, match=re.escape(f"format version {version!r}")):
+            Plan.from_json(document)
+
+
+def test_a_plan_of_an_older_format_version_is_read_with_todays_names(made: Plan) -> None:
+    document = copy.deepcopy(made.to_json())
+    document["version"] = 1
+    for holder in (document["request"], document["params"]["workload"]):
+        holder["think_median_s"] = holder.pop("think_time_median_s")
+        holder["think_sigma"] = holder.pop("think_time_sigma")
+        holder["never_answer_fraction"] = holder.pop("never_answer_share")
+    assert Plan.from_json(document) == made
+    # Today's names under the old version, as plans written between the two were, read too.
+    assert Plan.from_json(made.to_json() | {"version": 1}) == made
+    # The newest version has only today's names.
+    document["version"] = FORMAT_VERSION
+    with pytest.raises(PlanFormatError, match="think_median_s"):
         Plan.from_json(document)
 
 
