@@ -57,7 +57,7 @@ class SwarmPlan:
         "the eras it speaks",
     )
     token: str | None = setting(
-        None, help="with --target: a bearer token every user sends (default: anonymous)"
+        None, help="with --target: a bearer token every user sends; without one, anonymous"
     )
     tokens_file: str | None = setting(
         None, help="with --target: bearer tokens, one a line, one per simulated user"
