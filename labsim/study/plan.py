@@ -310,12 +310,15 @@ def _object(value: Any, where: str) -> Mapping[str, Any]:
     return value
 
 
+def _at(where: str, name: str) -> str:
+    """The place of field `name` of the object at `where` (`source: path.to.it`)."""
+    return f"{where}.{name}" if ": " in where else f"{where}: {name}"
+
+
 def _field(fields: Mapping[str, Any], name: str, where: str) -> Any:
     if name not in fields:
-        path = f"{where.split(': ', 1)[1]}.{name}" if ": " in where else name
-        raise PlanFormatError(
-            f"{where.split(': ', 1)[0]}: no '{path}' (is it a plan from labsim plan --json?)"
-        )
+        source, _, path = _at(where, name).partition(": ")
+        raise PlanFormatError(f"{source}: no '{path}' (is it a plan from labsim plan --json?)")
     return fields[name]
 
 
@@ -329,7 +332,7 @@ def _no_others(fields: Mapping[str, Any], known: set[str], where: str) -> None:
 
 
 def _read(kind: Any, fields: Mapping[str, Any], name: str, where: str) -> Any:
-    return _value(kind, _field(fields, name, where), f"{where}.{name}")
+    return _value(kind, _field(fields, name, where), _at(where, name))
 
 
 def _dataclass(cls: Any, value: Any, where: str, every_field: bool = True) -> Any:
@@ -343,7 +346,7 @@ def _dataclass(cls: Any, value: Any, where: str, every_field: bool = True) -> An
         for name in names:
             _field(fields, name, where)
     read = {
-        name: _value(hints[name], fields[name], f"{where}.{name}", every_field)
+        name: _value(hints[name], fields[name], _at(where, name), every_field)
         for name in names
         if name in fields
     }
@@ -373,7 +376,7 @@ def _value(kind: Any, value: Any, where: str, every_field: bool = True) -> Any:
         )
     if origin is dict:
         return {
-            str(k): _value(args[1], v, f"{where}.{k}", every_field)
+            str(k): _value(args[1], v, _at(where, str(k)), every_field)
             for k, v in _object(value, where).items()
         }
     if kind is float:
