@@ -38,7 +38,7 @@ from server.legacy.dialect import CATALOG_METHODS, HOLDING_METHODS, legacy_resul
 from server.legacy.held import HeldCall, HeldCalls, HeldResponse
 from server.legacy.metrics import LegacyMetrics
 from server.legacy.sessions import SESSION_METHODS, Sessions
-from server.legacy.store import Delivery, Session
+from server.legacy.store import Delivery, Session, SubscriptionLimits
 from server.legacy.store_choice import open_store
 from server.protocol import jsonrpc
 from server.protocol.jsonrpc import Message, RpcError, too_many_requests
@@ -97,6 +97,11 @@ class LegacyEra:
             max_per_principal=config.max_sessions_per_principal,
             max_client_info_bytes=config.max_client_info_bytes,
             max_capabilities_bytes=config.max_client_capabilities_bytes,
+            max_subscription_uri_bytes=config.max_subscription_uri_bytes,
+            subscription_limits=SubscriptionLimits(
+                max_per_session=config.max_subscriptions_per_session,
+                max_bytes_per_principal=config.max_subscription_bytes_per_principal,
+            ),
         )
         # What every call shares, left out of a held call's footprint: this era, what
         # serves methods, the catalog with its tools, the configuration.

@@ -19,7 +19,16 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from server.core.store import StoreUnavailable, bounded
-from server.legacy.store import Delivery, LegacyStore, Session, TooManySessions, WaitingCalls
+from server.legacy.store import (
+    Delivery,
+    LegacyStore,
+    Session,
+    SubscriptionLimits,
+    SubscriptionRefused,
+    TooManySessions,
+    WaitingCalls,
+    uri_bytes,
+)
 
 log = logging.getLogger("server.legacy")
 
@@ -37,13 +46,50 @@ redis.call('ZADD', KEYS[2], ARGV[6], ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
+# A subscription added to the session's own set, under both caps. The principal's hash
+# holds each of its sessions' subscribed bytes; sessions that ended or expired leave it
+# first. Answers: 1 kept, 0 the session is gone, -1 the session's count cap, else minus
+# the principal's bytes it would have made.
+_SUBSCRIBE = """
+if redis.call('EXISTS', KEYS[3]) == 0 then return 0 end
+if redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 then return 1 end
+local max_count = tonumber(ARGV[3])
+if max_count > 0 and redis.call('SCARD', KEYS[1]) >= max_count then return -1 end
+local max_bytes = tonumber(ARGV[4])
+if max_bytes > 0 then
+  local total = tonumber(ARGV[2])
+  local held = redis.call('HGETALL', KEYS[2])
+  for i = 1, #held, 2 do
+    if redis.call('EXISTS', ARGV[5] .. held[i]) == 0 then
+      redis.call('HDEL', KEYS[2], held[i])
+    else
+      total = total + tonumber(held[i + 1])
+    end
+  end
+  if total > max_bytes then return -total end
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('HINCRBY', KEYS[2], ARGV[7], ARGV[2])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+return 1
+"""
+_UNSUBSCRIBE = """
+if redis.call('SREM', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ARGV[3], -tonumber(ARGV[2]))
+end
+return 1
+"""
 
 
 class RedisStore(LegacyStore):
     """Sessions and pending requests in Redis; answers published to the waiting replica.
 
     Keys (all under `mrtr:legacy`): `session:<id>` holds a session as JSON with an idle
-    TTL; `sessions-of:<principal>` the ids of a principal's sessions, kept only under a
+    TTL; `subscriptions:<id>` the set of its subscribed URIs, renewed with it (so a
+    subscription adds one member, never rewrites the session); `subscribed-bytes-of:<principal>`
+    each of a principal's sessions' subscribed bytes (for the per-principal cap);
+    `sessions-of:<principal>` the ids of a principal's sessions, kept only under a
     per-principal cap and trimmed of ended ones at the principal's next `initialize`;
     `pending:<session>:<request>` names the channel of the replica waiting for that
     answer, with a TTL a little past the answer timeout. Each replica process listens on
@@ -90,6 +136,8 @@ class RedisStore(LegacyStore):
             health_check_interval=max(1, int(timeout_s * 5)),
         )
         self._create_capped = self._redis.register_script(_CREATE_CAPPED)
+        self._subscribe = self._redis.register_script(_SUBSCRIBE)
+        self._unsubscribe = self._redis.register_script(_UNSUBSCRIBE)
         self._waiting = WaitingCalls()
         self._listener: asyncio.Task[None] | None = None
         self._listen_lock = asyncio.Lock()
@@ -120,9 +168,11 @@ class RedisStore(LegacyStore):
             raise TooManySessions
 
     async def session(self, session_id: str) -> Session | None:
-        raw = await self._call(
-            "session", self._redis.getex(self._session_key(session_id), px=self._ttl)
-        )
+        # One round trip renews the session and its subscriptions alike.
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.getex(self._session_key(session_id), px=self._ttl)
+        pipe.pexpire(self._subscriptions_key(session_id), self._ttl)
+        raw, _ = await self._call("session", pipe.execute())
         return Session.from_json(raw) if raw is not None else None
 
     async def save_session(self, session: Session) -> None:
@@ -132,9 +182,39 @@ class RedisStore(LegacyStore):
         )
 
     async def end_session(self, session_id: str) -> bool:
-        return bool(
-            await self._call("end_session", self._redis.delete(self._session_key(session_id)))
+        keys = (self._session_key(session_id), self._subscriptions_key(session_id))
+        return bool(await self._call("end_session", self._redis.delete(*keys)))
+
+    async def subscribe(self, session: Session, uri: str, limits: SubscriptionLimits) -> None:
+        size = uri_bytes(uri)
+        keys = [
+            self._subscriptions_key(session.session_id),
+            self._subscribed_bytes_key(session.principal),
+            self._session_key(session.session_id),
+        ]
+        args: list[str | int] = [uri, size, limits.max_per_session, limits.max_bytes_per_principal]
+        args += [self._session_key(""), self._ttl, session.session_id]
+        kept = int(await self._call("subscribe_resource", self._subscribe(keys=keys, args=args)))
+        if kept == -1:
+            count = limits.max_per_session + 1
+            raise SubscriptionRefused("per_session", limits.max_per_session, would_be=count)
+        if kept < -1:
+            limit = limits.max_bytes_per_principal
+            raise SubscriptionRefused("principal_bytes", limit, would_be=-kept)
+
+    async def unsubscribe(self, session: Session, uri: str) -> None:
+        keys = [
+            self._subscriptions_key(session.session_id),
+            self._subscribed_bytes_key(session.principal),
+        ]
+        args: list[str | int] = [uri, uri_bytes(uri), session.session_id]
+        await self._call("unsubscribe_resource", self._unsubscribe(keys=keys, args=args))
+
+    async def subscriptions(self, session_id: str) -> list[str]:
+        members = await self._call(
+            "subscriptions", self._redis.smembers(self._subscriptions_key(session_id))
         )
+        return sorted(m.decode() if isinstance(m, bytes) else m for m in members)
 
     async def expect(self, session_id: str, request_id: str) -> asyncio.Future[dict[str, Any]]:
         await self._listen()
@@ -179,6 +259,14 @@ class RedisStore(LegacyStore):
     @staticmethod
     def _session_key(session_id: str) -> str:
         return f"{KEY_PREFIX}:session:{session_id}"
+
+    @staticmethod
+    def _subscriptions_key(session_id: str) -> str:
+        return f"{KEY_PREFIX}:subscriptions:{session_id}"
+
+    @staticmethod
+    def _subscribed_bytes_key(principal: str) -> str:
+        return f"{KEY_PREFIX}:subscribed-bytes-of:{principal}"
 
     @staticmethod
     def _pending_key(session_id: str, request_id: str) -> str:

@@ -18,7 +18,14 @@ from server.core.methods import SERVER_INFO
 from server.core.metrics import ServerMetrics
 from server.legacy.dialect import INSTRUCTIONS
 from server.legacy.metrics import LegacyMetrics
-from server.legacy.store import LegacyStore, Session, TooManySessions
+from server.legacy.store import (
+    LegacyStore,
+    Session,
+    SubscriptionLimits,
+    SubscriptionRefused,
+    TooManySessions,
+    uri_bytes,
+)
 from server.protocol import headers as rules
 from server.protocol import jsonrpc
 from server.protocol.headers import SESSION_HEADER
@@ -51,6 +58,8 @@ class Sessions:
         max_per_principal: int,
         max_client_info_bytes: int,
         max_capabilities_bytes: int,
+        max_subscription_uri_bytes: int = 0,
+        subscription_limits: SubscriptionLimits | None = None,
     ) -> None:
         self.store = store
         self.metrics = metrics
@@ -62,6 +71,9 @@ class Sessions:
         #: What a session may keep of its client, kept as long as the session lives.
         self.max_client_info_bytes = max_client_info_bytes
         self.max_capabilities_bytes = max_capabilities_bytes
+        #: Longest resource URI a session may subscribe to (0: no cap).
+        self.max_subscription_uri_bytes = max_subscription_uri_bytes
+        self.subscription_limits = subscription_limits or SubscriptionLimits()
 
     async def initialize(self, message: Message, principal: str) -> Response:
         """Open a session for `principal`; its id comes back in `Mcp-Session-Id`."""
@@ -132,14 +144,45 @@ class Sessions:
             if not isinstance(level, str) or level not in LOG_LEVELS:
                 raise invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}")
             session.log_level = level
-        else:
-            uri = params.get("uri")
-            if not isinstance(uri, str):
-                raise invalid_params(f"{message.method} needs a uri string")
-            subscribed = set(session.subscriptions)
-            if message.method == "resources/subscribe":
-                subscribed.add(uri)
+            await self.store.save_session(session)
+            return
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise invalid_params(f"{message.method} needs a uri string")
+        if message.method == "resources/unsubscribe":
+            await self.store.unsubscribe(session, uri)
+            return
+        await self._subscribe(session, uri)
+
+    async def _subscribe(self, session: Session, uri: str) -> None:
+        """Keep a subscription under the caps on its URI, its session and its principal."""
+        size = uri_bytes(uri)
+        limit = self.max_subscription_uri_bytes
+        if limit and size > limit:
+            self.metrics.subscriptions_refused.labels("uri_bytes").inc()
+            raise RpcError(
+                jsonrpc.INVALID_PARAMS,
+                f"uri is {size} bytes; this server subscribes to URIs of at most {limit}",
+                {"limit": limit, "cap": "uri_bytes"},
+                http_status=413,
+            )
+        try:
+            await self.store.subscribe(session, uri, self.subscription_limits)
+        except SubscriptionRefused as refused:
+            self.metrics.subscriptions_refused.labels(refused.cap).inc()
+            if refused.cap == "per_session":
+                # Too many of a countable thing, as too many sessions: 429.
+                code, status = jsonrpc.TOO_MANY_REQUESTS, 429
+                refusal = (
+                    f"This session already subscribes to {refused.limit} resources (limit "
+                    f"{refused.limit}): unsubscribe from one first"
+                )
             else:
-                subscribed.discard(uri)
-            session.subscriptions = sorted(subscribed)
-        await self.store.save_session(session)
+                # Too much kept, as any stored size over its limit: -32602 and 413.
+                code, status = jsonrpc.INVALID_PARAMS, 413
+                refusal = (
+                    f"This principal's subscriptions would take {refused.would_be} bytes; this "
+                    f"server keeps at most {refused.limit} (unsubscribe or end a session first)"
+                )
+            data = {"limit": refused.limit, "cap": refused.cap}
+            raise RpcError(code, refusal, data, http_status=status) from refused

@@ -53,7 +53,8 @@ class Session:
     client_info: dict[str, Any]
     #: Set by `logging/setLevel`; no log messages are sent before it.
     log_level: str | None = None
-    #: Resource URIs the client subscribed to.
+    #: Resource URIs the client subscribed to (in the memory store; the Redis store keeps
+    #: them in a set of their own, so a subscription never rewrites the session).
     subscriptions: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
@@ -66,6 +67,34 @@ class Session:
 
 class TooManySessions(Exception):
     """A principal already has as many open sessions as one may have."""
+
+
+@dataclass(frozen=True)
+class SubscriptionLimits:
+    """What one session and one principal may keep of resource subscriptions (0: no cap)."""
+
+    #: Resource URIs one session may subscribe to.
+    max_per_session: int = 0
+    #: Bytes (UTF-8) the URIs of all a principal's sessions may add up to.
+    max_bytes_per_principal: int = 0
+
+
+class SubscriptionRefused(Exception):
+    """A subscription the store will not keep: the session or its principal is at a cap."""
+
+    def __init__(self, cap: str, limit: int, *, would_be: int) -> None:
+        #: Which cap: `per_session` (count) or `principal_bytes`.
+        self.cap = cap
+        self.limit = limit
+        #: The count or bytes the subscription would have made.
+        self.would_be = would_be
+        super().__init__(f"{cap}: {would_be} over {limit}")
+
+
+def uri_bytes(uri: str) -> int:
+    """What one subscribed URI takes in a store (its UTF-8 bytes; the JSON parser has
+    already refused lone surrogates)."""
+    return len(uri.encode("utf-8"))
 
 
 class LegacyStore(ABC):
@@ -94,6 +123,20 @@ class LegacyStore(ABC):
     @abstractmethod
     async def end_session(self, session_id: str) -> bool:
         """Forget a session; whether it existed."""
+
+    @abstractmethod
+    async def subscribe(self, session: Session, uri: str, limits: SubscriptionLimits) -> None:
+        """Add `uri` to the session's subscriptions without rewriting the session; refuse
+        it (`SubscriptionRefused`) when the session or its principal is at a cap. A URI
+        already subscribed is kept once and costs nothing more."""
+
+    @abstractmethod
+    async def unsubscribe(self, session: Session, uri: str) -> None:
+        """Remove `uri` from the session's subscriptions (nothing when it is not there)."""
+
+    @abstractmethod
+    async def subscriptions(self, session_id: str) -> list[str]:
+        """The URIs a session subscribes to, sorted."""
 
     @abstractmethod
     async def expect(self, session_id: str, request_id: str) -> asyncio.Future[dict[str, Any]]:
@@ -192,6 +235,36 @@ class MemoryStore(LegacyStore):
 
     async def end_session(self, session_id: str) -> bool:
         return self._drop(session_id)
+
+    async def subscribe(self, session: Session, uri: str, limits: SubscriptionLimits) -> None:
+        entry = self._sessions.get(session.session_id)
+        if entry is None:
+            return
+        kept = entry[0]
+        if uri in kept.subscriptions:
+            return
+        count = len(kept.subscriptions) + 1
+        if limits.max_per_session and count > limits.max_per_session:
+            raise SubscriptionRefused("per_session", limits.max_per_session, would_be=count)
+        if limits.max_bytes_per_principal:
+            total = uri_bytes(uri) + sum(
+                uri_bytes(one)
+                for session_id in self._of_principal.get(kept.principal, ())
+                for one in self._sessions[session_id][0].subscriptions
+            )
+            if total > limits.max_bytes_per_principal:
+                limit = limits.max_bytes_per_principal
+                raise SubscriptionRefused("principal_bytes", limit, would_be=total)
+        kept.subscriptions = sorted({*kept.subscriptions, uri})
+
+    async def unsubscribe(self, session: Session, uri: str) -> None:
+        entry = self._sessions.get(session.session_id)
+        if entry is not None and uri in entry[0].subscriptions:
+            entry[0].subscriptions = [one for one in entry[0].subscriptions if one != uri]
+
+    async def subscriptions(self, session_id: str) -> list[str]:
+        entry = self._sessions.get(session_id)
+        return list(entry[0].subscriptions) if entry is not None else []
 
     def _drop(self, session_id: str) -> bool:
         entry = self._sessions.pop(session_id, None)
