@@ -233,8 +233,8 @@ class TaskStore(ABC):
 class InProcessTaskStore(TaskStore):
     """Tasks in this replica's memory: one replica only, or tests.
 
-    It keeps at most `max_bytes` of tasks (as JSON); a write that would take it beyond
-    raises `StoreFull`, as a Redis at its `maxmemory` does.
+    It keeps at most `max_bytes` of tasks (as JSON) and single-use claims (their keys); a
+    write that would take it beyond raises `StoreFull`, as a Redis at its `maxmemory` does.
     """
 
     def __init__(self, *, max_bytes: int) -> None:
@@ -331,10 +331,16 @@ class InProcessTaskStore(TaskStore):
         if now >= self._next_claim_sweep:
             # Expired claims go at most once a second, not on every claim.
             self._next_claim_sweep = now + 1.0
-            self._claims = {k: until for k, until in self._claims.items() if until > now}
+            kept = {k: until for k, until in self._claims.items() if until > now}
+            self.stored_bytes -= sum(len(k) for k in self._claims if k not in kept)
+            self._claims = kept
         until = self._claims.get(key)
         if until is not None and until > now:
             return False
+        if until is None:
+            # A claim takes room as a task does: many callers' confirmed rounds fill the
+            # store's cap (full: 507), never the replica's memory.
+            self._make_room("once", len(key))
         self._claims[key] = now + ttl_s
         return True
 

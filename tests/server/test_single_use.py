@@ -19,7 +19,9 @@ import pytest
 
 from server.app import create_app
 from server.client import Exchange, accept
+from server.core.store import StoreFull
 from server.protocol.jsonrpc import INVALID_PARAMS
+from server.tasks.store import InProcessTaskStore
 from tests.server.conftest import make_config
 from tests.server.tasks_fixtures import SEED_CAPABILITIES, redis_server, running_replicas, token
 
@@ -135,3 +137,24 @@ def test_copies_spread_over_two_replicas_sharing_redis_create_one_task() -> None
             sent = [(next(urls), one) for one in copies(body)]
             replies = list(pool.map(lambda s: http.post(s[0], json=s[1], headers=headers), sent))
         assert_one_task([r.json() for r in replies])
+
+
+def test_single_use_claims_fill_the_in_process_store_cap_not_the_memory() -> None:
+    # Each claim takes its key's bytes of the store's cap, as a task takes its JSON's.
+    store = InProcessTaskStore(max_bytes=100)
+
+    async def claims() -> list[bool | str]:
+        kept: list[bool | str] = []
+        for n in range(3):
+            try:
+                kept.append(await store.claim_once(f"state:{n:040d}", 0.05))
+            except StoreFull as full:
+                kept.append(str(full))
+        assert not await store.claim_once("state:" + "0" * 40, 0.05)  # claimed: refused
+        await asyncio.sleep(0.06)
+        store._next_claim_sweep = 0.0  # the next claim sweeps the expired ones first
+        kept.append(await store.claim_once("state:" + "9" * 40, 0.05))
+        return kept
+
+    assert asyncio.run(claims()) == [True, True, "task store full during once", True]
+    assert store.stored_bytes == 46
