@@ -6,7 +6,9 @@
 
 Task tools in the mix (`echo`, `provision_vm`) add a task store every replica shares: the
 same Redis, then run with an append-only file so that a restart loses no task it had
-acknowledged.
+acknowledged. Two replicas or more share one task store whatever the mix: what must happen
+once (a confirmed `provision_vm` round creates one machine) is recorded there, and with a
+store per replica each replica would let one copy of the round through.
 
 Everything listens on 127.0.0.1 on ports chosen free, and everything started is stopped by
 pid when the cluster goes down, also after an error (`with Cluster(...) as cluster:`).
@@ -88,10 +90,19 @@ class Cluster:
             raise LoadTestError("haproxy is not installed (make setup installs it)")
         #: Tools of the mix that run as tasks: they need the shared, persistent task store.
         self.task_tools = task_tools(config.tool_mix)
-        self.needs_store = config.arch == "sse-store" or bool(self.task_tools)
+        #: Whether the replicas share one task store: for the mix's task tools, and for
+        #: single use (the store records each side-effecting round) when there are several.
+        self.shared_task_store = bool(self.task_tools) or config.replicas > 1
+        self.needs_store = config.arch == "sse-store" or self.shared_task_store
         if self.needs_store and not RedisServer.available():
-            raise LoadTestError("redis-server is not installed (make setup installs it)")
-        if config.scenario == "store-outage" and not self.needs_store:
+            raise LoadTestError(
+                "redis-server is not installed (make setup installs it): replicas share it "
+                "for sse-store's answers, task tools' tasks and, with more than one replica, "
+                "single use of tools with side effects"
+            )
+        if config.scenario == "store-outage" and not (
+            config.arch == "sse-store" or self.task_tools
+        ):
             raise LoadTestError("store-outage needs a store: add a task tool or use sse-store")
         self.config = config
         self.lb_port = lb_port or free_port()
@@ -221,7 +232,7 @@ class Cluster:
         if config.arch == "sse-store":
             assert self.redis is not None
             settings["legacy_store"] = self.redis.url
-        if self.task_tools:
+        if self.shared_task_store:
             assert self.redis is not None
             settings["task_store"] = self.redis.url
             # Without the append-only file the store is volatile on purpose (fsync off).

@@ -42,7 +42,8 @@ def make_plan(path: Path, *words: str) -> Path:
 
 
 def test_the_replicas_take_the_runs_connection_limit_and_cpu_settings() -> None:
-    config = LoadTestConfig(max_connections=7, cpu_workers=3, cpu_inline_max_ms=0.0)
+    # One replica: two or more share a Redis task store, which only a cluster up has.
+    config = LoadTestConfig(replicas=1, max_connections=7, cpu_workers=3, cpu_inline_max_ms=0.0)
     cluster = Cluster(config)
     replica = cluster.replica_config("r1", 1, cluster.keys.before_rotation())
     assert (replica.max_connections, replica.cpu_workers, replica.cpu_inline_max_ms) == (7, 3, 0)
@@ -51,7 +52,7 @@ def test_the_replicas_take_the_runs_connection_limit_and_cpu_settings() -> None:
     pairs = dict(zip(args[::2], args[1::2], strict=True))
     assert pairs["--max-connections"] == "7" and pairs["--cpu-workers"] == "3"
     assert pairs["--answer-timeout-s"] == "30"
-    plain = Cluster(LoadTestConfig())
+    plain = Cluster(LoadTestConfig(replicas=1))
     assert "--max-connections" not in plain.replica_argv(
         plain.replica_config("r1", 1, plain.keys.before_rotation())
     )
