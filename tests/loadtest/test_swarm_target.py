@@ -16,6 +16,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -229,3 +230,35 @@ def test_the_typescript_sdks_server_completes_every_call_in_2026_07_28(
     assert legacy and any(c["outcome"] == "completed" for c in legacy)
     for call in legacy:
         assert call["outcome"] == "completed" or "Cannot request input" in call["error"]
+
+
+def test_the_web_ui_shows_each_tool_and_the_servers_words_in_its_failures(
+    sdk_server: SdkServer, tmp_path: Path
+) -> None:
+    from tests.loadtest.test_swarm import web_swarm
+
+    workload = tmp_path / "closed.toml"
+    workload.write_text('[tools.book_room.answers]\nemail = "ann@closed.example"\n')
+    flags = [
+        "--target", sdk_server.url, "--tools", "book_room=1,summarize=1", "--workload",
+        str(workload), "--users", "2", "--think-time-median-s", "0.05",
+    ]  # fmt: skip
+    seen: dict[str, Any] = {}
+
+    def rejected_and_said() -> bool:
+        stats = httpx.get(f"{url}/stats/requests", timeout=5).json()
+        (rows,) = [t["data"] for t in stats["extended_stats"] if t["key"] == "lab-tools"]
+        seen.update(tools={row["tool"]: row for row in rows}, errors=stats["errors"])
+        book = seen["tools"].get("book_room", {})
+        # Workers report Locust's statistics every few seconds; the calls' records at once.
+        said = any(e["method"] == "CALL" for e in stats["errors"])
+        return book.get("failed", 0) > 0 and "summarize" in seen["tools"] and said
+
+    with web_swarm(tmp_path, flags) as url:
+        wait_for(rejected_and_said, 60)
+    book, summarize = seen["tools"]["book_room"], seen["tools"]["summarize"]
+    assert book["completed"] == 0 and REJECTED in book["failures"]
+    assert summarize["completed"] > 0 and summarize["failures"] == ""
+    # Locust's Failures tab: the failed calls, grouped by the server's words.
+    (failure,) = [e for e in seen["errors"] if e["method"] == "CALL"]
+    assert failure["name"] == "book_room" and REJECTED in failure["error"]
