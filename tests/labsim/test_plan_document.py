@@ -56,6 +56,12 @@ def test_a_plan_without_a_fleet_round_trips_too() -> None:
     (answer,) = below_floor.architectures.values()
     assert answer.fleet is None and answer.reason and not answer.meets
     assert through_json(below_floor) == below_floor
+    # Three replicas' work with one allowed: the walk stops, the largest fleet tried kept.
+    capped = plan(request(rate_per_s=60.0, max_replicas=1), architectures=("mrtr",))
+    (answer,) = capped.architectures.values()
+    assert answer.fleet is None and answer.largest_tried is not None
+    assert "--max-replicas 1" in answer.reason
+    assert through_json(capped) == capped
 
 
 def test_the_document_keeps_its_shape(made: Plan) -> None:
