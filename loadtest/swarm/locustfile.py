@@ -1,4 +1,6 @@
-"""Locust users for the three architectures, each running whole tool calls back to back.
+"""Locust users for the three architectures, each running whole tool calls back to back,
+and the users of a target's own tools (`TargetUser`, whose mix `python -m loadtest swarm
+--target` discovers and hands over in `LOADTEST_TARGET`: `loadtest.swarm.target_mix`).
 
     locust -f loadtest/swarm/locustfile.py --host http://127.0.0.1:PORT MrtrUser
 
@@ -6,9 +8,10 @@ With `--rate` the users are open-loop arrivals instead: one Locust user starts e
 at exponential intervals, as a user of its own (`FlowUser`).
 
 Every call fires a `CALL` event named for its tool (its end-to-end latency without think
-time, size 0, an exception unless it completed) and sends its record to the master
-(`loadtest.swarm.call_relay`), which appends it to the file named by `LOADTEST_CALLS_FILE`
-when set (what `python -m loadtest scenario` summarises). Its HTTP requests are `POST`
+time, size 0, an exception unless it completed: a target's carries the server's words)
+and sends its record to the master (`loadtest.swarm.call_relay`), which appends it to the
+file named by `LOADTEST_CALLS_FILE` when set (what `python -m loadtest scenario`
+summarises). Its HTTP requests are `POST`
 rows named for their round kind, counted per replica as well (`loadtest.swarm.locust_stats`).
 Settings come from `LOADTEST_CONFIG` (JSON of `LoadTestConfig` fields). Each user is a
 principal of its own, with a token signed with the cluster's secret (`LOADTEST_JWT_SECRET`;

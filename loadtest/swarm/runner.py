@@ -286,6 +286,7 @@ def _run_headless(
     summary["target"] = plan.target
     mix = exported_mix() if _drives_target(plan) else None
     if mix is not None:  # the target's own tools, as discovered, and the eras spoken
+        summary["arch"] = "target"  # its users speak the target's eras, not an architecture
         summary["target_server"] = mix.server_name
         summary["target_eras"] = list(mix.eras)
         summary["target_tools"] = mix.weights

@@ -89,6 +89,10 @@ def test_both_eras_share_the_users_and_a_weighted_mix(
     summary = json.loads(out.read_text())
     assert set(summary["per_tool"]) == {"summarize", "transfer"}
     assert {c["arch"] for c in summary["calls"]} == {"mrtr", "legacy"}
+    assert summary["arch"] == "target" and summary["target_tools"] == {
+        "summarize": 1,
+        "transfer": 1,
+    }
     assert summary["completed"] > 0 and summary["failed"] == summary["lost"] == 0
 
 
