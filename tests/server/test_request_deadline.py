@@ -165,3 +165,19 @@ def test_a_slow_body_above_the_rate_is_served_past_the_whole_requests_time(
             answer = drip(sock, body, 1024, 1 / 16)
         assert time.monotonic() - started > 2
     assert answer.startswith(b"HTTP/1.1 200")
+
+
+def test_a_later_request_on_an_old_connection_has_its_own_deadline(
+    replica: ServerProcess,
+) -> None:
+    # The connection outlives the 1 s; its second request's head comes in one read and its
+    # body a moment later: the deadline counts from that head, not the connection's start.
+    body = padded_list(BODY_BYTES)
+    with connect(replica.port) as sock:
+        sock.sendall(head(len(body)) + body)
+        assert first_bytes(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(1.5)
+        sock.sendall(head(len(body)))
+        time.sleep(0.2)
+        sock.sendall(body)
+        assert first_bytes(sock).startswith(b"HTTP/1.1 200")
