@@ -89,6 +89,7 @@ def test_installing_the_server_alone_brings_no_lab_tools() -> None:
     assert names.isdisjoint({"jupyterlab", "locust", "simpy", "flask", "matplotlib", "mcp"})
 
 
+@pytest.mark.slow
 def test_the_notebooks_group_brings_no_load_test() -> None:
     names = resolved("[notebooks]")
     assert {"jupyterlab", "simpy", "ipywidgets"} <= names

@@ -53,6 +53,7 @@ def test_the_bill_is_the_replica_hours_the_store_and_the_egress(architecture: st
     assert (summary["store_hours"] > 0) == (architecture == "sse-store")
 
 
+@pytest.mark.slow
 def test_the_fleet_scales_out_with_the_load_and_back_in_after_it() -> None:
     result = run("autoscale", "mrtr")
     events = result.events
@@ -67,6 +68,7 @@ def test_the_fleet_scales_out_with_the_load_and_back_in_after_it() -> None:
     assert timeline["replicas_billed"].iloc[-1] == result.params.cluster.replicas
 
 
+@pytest.mark.slow
 def test_scale_in_is_immediate_under_mrtr_and_cuts_held_calls_under_legacy() -> None:
     mrtr = run("autoscale", "mrtr")
     assert (mrtr.events["kind"] != "cut").all()

@@ -22,6 +22,7 @@ EVERY_REPLICA_CRASHES = {
 }
 
 
+@pytest.mark.slow
 def test_a_crash_loses_held_calls_under_sticky_and_sse_store_but_none_under_mrtr() -> None:
     for architecture in LEGACY:
         summary = run("crash", architecture, **EVERY_REPLICA_CRASHES).summary
@@ -44,6 +45,7 @@ def test_the_default_crash_scenario_cuts_only_the_legacy_streams() -> None:
     assert cut["sse-store"] > 0 and cut["sticky"] > 0
 
 
+@pytest.mark.slow
 def test_a_store_outage_stops_sse_store_elicitation_and_nothing_else() -> None:
     sse = run("store-outage", "sse-store").calls
     failed = sse[sse["outcome"] == "failed"]

@@ -96,6 +96,7 @@ def test_absurd_inputs_are_refused_by_flag_before_any_run() -> None:
         assert done.stdout == ""
 
 
+@pytest.mark.slow
 def test_an_slo_below_the_latency_floor_is_said_at_once() -> None:
     started = time.perf_counter()
     done = labsim_plan("--slo-p95-ms", "0.5", *QUICK, timeout_s=60)

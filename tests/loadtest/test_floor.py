@@ -26,6 +26,7 @@ def _answers(app: ASGIApp) -> dict[str, dict]:
     return {k: reply.json()["result"] for k, reply in replies.items()}
 
 
+@pytest.mark.slow
 def test_the_floor_answers_each_round_as_the_lab_does() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -24,6 +24,7 @@ def test_no_folder_on_the_path_holds_the_package() -> None:
 
 
 @pytest.mark.parametrize("python", [Path(sys.executable), LIGHT_PYTHON], ids=["dev", "light"])
+@pytest.mark.slow
 def test_every_module_imports_from_another_folder_on_each_install(
     python: Path, tmp_path: Path
 ) -> None:

@@ -100,6 +100,7 @@ def discover_body(rid: int) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "method": "server/discover", "params": {"_meta": META}}
 
 
+@pytest.mark.integration
 def test_a_principal_beyond_the_default_rate_gets_429(replica: BareReplica) -> None:
     # Pipelined on one socket, so the requests come as fast as the replica reads them.
     body = json.dumps(discover_body(1)).encode()
@@ -118,6 +119,7 @@ def test_a_principal_beyond_the_default_rate_gets_429(replica: BareReplica) -> N
     assert b"retry-after: " in answers.lower() and b'"code":-32029' in answers
 
 
+@pytest.mark.integration
 def test_a_principal_opens_at_most_its_default_of_sessions(replica: BareReplica) -> None:
     with httpx.Client(timeout=10) as http:
         opened = [
@@ -128,6 +130,7 @@ def test_a_principal_opens_at_most_its_default_of_sessions(replica: BareReplica)
     assert opened[-1].json()["error"]["data"] == {"limit": SESSIONS}
 
 
+@pytest.mark.integration
 def test_a_principal_keeps_at_most_its_default_of_tasks(replica: BareReplica) -> None:
     tasks = wire(replica, "tasks")
     for _ in range(TASKS):
@@ -136,6 +139,7 @@ def test_a_principal_keeps_at_most_its_default_of_tasks(replica: BareReplica) ->
     assert (over.code, over.http_status, over.data) == (TOO_MANY_REQUESTS, 429, {"limit": TASKS})
 
 
+@pytest.mark.integration
 def test_a_principal_holds_at_most_its_default_of_legacy_calls(replica: BareReplica) -> None:
     weather = {"name": "get_weather", "arguments": {"location": "Oslo"}}
     with httpx.Client(timeout=10) as http, contextlib.ExitStack() as held:
@@ -172,6 +176,7 @@ def test_a_session_keeps_no_large_client_info_or_capabilities(
     assert reply.json()["error"]["message"].startswith(f"{field} is ")
 
 
+@pytest.mark.integration
 def test_a_task_keeps_no_large_arguments_or_answers(replica: BareReplica) -> None:
     tasks = wire(replica, "large-task")
     beyond = DEFAULT["max_task_arguments_bytes"]
@@ -189,12 +194,14 @@ def test_a_task_keeps_no_large_arguments_or_answers(replica: BareReplica) -> Non
     assert "the answers this task keeps" in over.message
 
 
+@pytest.mark.integration
 def test_a_token_cannot_claim_the_anonymous_principal(replica: BareReplica) -> None:
     sent = {**headers("server/discover"), **bearer("anonymous")}
     reply = httpx.post(replica.url, json=discover_body(1), headers=sent, timeout=10)
     assert reply.status_code == 401 and "reserved" in reply.json()["error"]["message"]
 
 
+@pytest.mark.integration
 def test_the_development_secret_serves_no_request_a_proxy_relays(replica: BareReplica) -> None:
     sent = {**headers("server/discover"), "X-Forwarded-For": "203.0.113.9"}
     reply = httpx.post(replica.url, json=discover_body(1), headers=sent, timeout=10)
@@ -203,6 +210,7 @@ def test_the_development_secret_serves_no_request_a_proxy_relays(replica: BareRe
 
 
 @pytest.mark.parametrize("path", ["/healthz", "/metrics"])
+@pytest.mark.integration
 def test_health_and_metrics_answer_only_this_machines_host(replica: BareReplica, path: str) -> None:
     url = f"http://127.0.0.1:{replica.port}{path}"
     assert httpx.get(url, headers={"Host": "evil.example"}, timeout=10).status_code == 403
@@ -211,6 +219,7 @@ def test_health_and_metrics_answer_only_this_machines_host(replica: BareReplica,
     )
 
 
+@pytest.mark.integration
 def test_a_key_given_twice_is_refused(replica: BareReplica) -> None:
     body = (
         b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather",'
@@ -222,11 +231,13 @@ def test_a_key_given_twice_is_refused(replica: BareReplica) -> None:
     assert "'name' appears twice" in reply.json()["error"]["message"]
 
 
+@pytest.mark.integration
 def test_a_made_up_task_id_is_not_found(replica: BareReplica) -> None:
     gone = refused(lambda: wire(replica, "ids")("tasks/get", {"taskId": "echo_1.e2"}))
     assert (gone.http_status, gone.message) == (200, "Task not found: echo_1.e2")
 
 
+@pytest.mark.integration
 def test_another_principals_state_is_refused_without_saying_whose(replica: BareReplica) -> None:
     arguments = {"workItemId": 1, "fields": {"System.State": "Resolved"}}
     call = {"name": "update_work_item", "arguments": arguments}
