@@ -133,8 +133,8 @@ def measure_rounds(stretch_s: float, progress: Callable[[str], None]) -> dict[st
     # Each client is a principal of its own, but calls without thinking: hundreds of rounds
     # a second, beyond a replica's default rate per principal. The bucket is kept (its cost
     # is part of a round's) at a rate no client reaches.
-    unthrottled = ["--rate-per-principal", "1e9"]
-    with Cluster(config, extra_server_args=unthrottled) as cluster:
+    unthrottled = {"requests_per_s_per_principal": 1e9}
+    with Cluster(config, server_settings=unthrottled) as cluster:
         (replica,) = cluster.replicas.values()
         assert replica.pid is not None
         meter = CpuMeter([replica.pid])
@@ -220,7 +220,7 @@ def measure_base_memory(progress: Callable[[str], None]) -> dict[str, int]:
     for arch in ARCHITECTURES:
         progress(f"base memory: one {arch} replica, warmed up, then idle")
         config = LoadTestConfig(arch=arch, replicas=1)
-        with Cluster(config, extra_server_args=["--rate-per-principal", "1e9"]) as cluster:
+        with Cluster(config, server_settings={"requests_per_s_per_principal": 1e9}) as cluster:
             (replica,) = cluster.replicas.values()
             assert replica.pid is not None
             rng = random.Random(0)
@@ -242,8 +242,8 @@ def measure_held(arch: str, calls: int, progress: Callable[[str], None]) -> dict
     progress(f"held calls: {calls} get_weather calls waiting on one {arch} replica")
     # The probe holds its calls as one principal, the replica's per-principal cap on held
     # calls lifted: a call's memory is what is measured, not how callers share them.
-    lifted = ["--max-held-calls-per-principal", "0"]
-    with Cluster(LoadTestConfig(arch=arch, replicas=1), extra_server_args=lifted) as cluster:
+    lifted = {"max_held_calls_per_principal": 0}
+    with Cluster(LoadTestConfig(arch=arch, replicas=1), server_settings=lifted) as cluster:
         (replica,) = cluster.replicas.values()
         assert replica.pid is not None
         return measure_held_calls(replica.base_url, replica.pid, calls)

@@ -29,6 +29,7 @@ import os
 import secrets
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,7 @@ class Cluster:
         *,
         lb_port: int | None = None,
         workdir: Path | None = None,
-        extra_server_args: list[str] | None = None,
+        server_settings: Mapping[str, object] | None = None,
     ) -> None:
         if not HAProxy.available():
             raise LoadTestError("haproxy is not installed (make setup installs it)")
@@ -114,7 +115,8 @@ class Cluster:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.keys = KeyRing()
         self.jwt_secret = secrets.token_urlsafe(32)
-        self.extra_server_args = list(extra_server_args or [])
+        #: Settings of every replica (`ServerConfig` fields) on top of what the run sets.
+        self.server_settings = dict(server_settings or {})
         self.redis: RedisServer | None = None
         self.lb: HAProxy | None = None
         self.replicas: dict[str, ServerProcess] = {}
@@ -243,6 +245,7 @@ class Cluster:
             settings["legacy_keepalive_interval_s"] = 3600.0
         if config.scenario == "overload" and config.arch == "mrtr":
             settings["shed_in_flight_threshold"] = config.shed_in_flight
+        settings.update(self.server_settings)
         return ServerConfig(
             replica_id=name,
             tool_version=tool_version,
@@ -253,9 +256,8 @@ class Cluster:
 
     def replica_argv(self, config: ServerConfig) -> list[str]:
         """The flags of `python -m server` that make a replica of `config` (its id, port and
-        address are the process's own; its keys and secret go by the environment), then
-        any the cluster was given on top."""
-        return [*to_argv(config, skip=("replica_id",)), *self.extra_server_args]
+        address are the process's own; its keys and secret go by the environment)."""
+        return to_argv(config, skip=("replica_id",))
 
     def replace(self, name: str, *, tool_version: int, rotated_keys: bool) -> None:
         """Stop a replica and start its successor on the same port (it must be drained first)."""

@@ -103,8 +103,8 @@ def in_flight(cluster: Cluster) -> int:
 def test_waits_left_at_the_balancer_end_at_the_replicas() -> None:
     config = LoadTestConfig(arch="mrtr", replicas=2, tool_mix={"provision_vm": 1.0})
     # No cap on waits: only the departure, carried through HAProxy, can end them.
-    extra = ["--max-task-result-waits-per-principal", "0", "--rate-per-principal", "0"]
-    with Cluster(config, extra_server_args=extra) as cluster:
+    lifted = {"max_task_result_waits_per_principal": 0, "requests_per_s_per_principal": 0.0}
+    with Cluster(config, server_settings=lifted) as cluster:
         task_id = working_task(cluster.url)
         capabilities = task_capabilities(Handlers().capabilities(), SEED)
         request = raw_request("tasks/result", {"taskId": task_id}, capabilities)
@@ -120,8 +120,8 @@ def test_waits_left_at_the_balancer_end_at_the_replicas() -> None:
 def test_four_quotes_at_the_cpu_cap_leave_every_replica_in_rotation() -> None:
     config = LoadTestConfig(arch="mrtr", replicas=2, tool_mix={"quote": 1.0})
     # Four at once from one (anonymous) caller: its cap on CPU-heavy calls lifted.
-    extra = ["--max-cpu-calls-per-principal", "0", "--rate-per-principal", "0"]
-    with Cluster(config, extra_server_args=extra) as cluster:
+    lifted = {"max_cpu_calls_per_principal": 0, "requests_per_s_per_principal": 0.0}
+    with Cluster(config, server_settings=lifted) as cluster:
         answer = Handlers(elicit=lambda params: accept(name="octocat"))
 
         def quote(_: int) -> str:
