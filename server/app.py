@@ -153,6 +153,7 @@ class McpServer:
             max_tasks_per_principal=config.max_tasks_per_principal,
             max_arguments_bytes=config.max_task_arguments_bytes,
             max_capabilities_bytes=config.max_client_capabilities_bytes,
+            metrics=self.metrics,
         )
         tasks = TaskMethods(
             self.task_store,
@@ -162,6 +163,7 @@ class McpServer:
             list_page_size=config.task_list_page_size,
             anonymous=ANONYMOUS,
             max_answers_bytes=config.max_task_arguments_bytes,
+            metrics=self.metrics,
         )
         self.methods = Methods(
             self.catalog,

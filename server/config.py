@@ -306,6 +306,14 @@ class ServerConfig(AccessConfig):
         metavar="N",
     )
 
+    max_legacy_store_bytes: int = setting(
+        256 * 1024 * 1024,
+        help="most the in-process legacy store keeps (its sessions as JSON and their "
+        "subscribed URIs); a full store refuses new sessions and subscriptions as full, HTTP "
+        "507 (a Redis store is bounded by its maxmemory)",
+        metavar="N",
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.tool_version not in (1, 2):
@@ -363,6 +371,7 @@ class ServerConfig(AccessConfig):
             self.max_task_arguments_bytes,
             self.max_task_result_bytes,
             self.max_task_store_bytes,
+            self.max_legacy_store_bytes,
         )
         if min(sizes) <= 0:
             raise ConfigError("stored-size limits must be positive")

@@ -70,6 +70,13 @@ class ServerMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.stored_refusals = Counter(
+            "mcp_stored_refusals",
+            "What a caller asked a replica to keep, refused at one of its caps, by store and "
+            "cap (docs/hardening.md lists them)",
+            ["store", "cap"],
+            registry=self.registry,
+        )
         self.in_flight = Gauge(
             "mcp_in_flight_requests", "Requests being served now", registry=self.registry
         )

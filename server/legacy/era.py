@@ -70,6 +70,7 @@ class LegacyEra:
             session_ttl_s=config.legacy_session_ttl_s,
             answer_timeout_s=config.answer_timeout_s,
             timeout_s=config.legacy_store_timeout_s,
+            max_memory_bytes=config.max_legacy_store_bytes,
         )
         # The same catalog methods as 2026-07-28, run through an SSE attempt instead.
         self.methods = Methods(
@@ -250,6 +251,7 @@ class LegacyEra:
         limit = self.config.max_held_calls_per_principal
         if limit and self.held.held_by(call.principal) >= limit:
             # Each held call keeps tens of kilobytes and a connection while nobody answers.
+            self.server_metrics.stored_refusals.labels("held_calls", "per_principal").inc()
             raise too_many_requests(
                 f"Too many calls held open for this principal (limit {limit}): "
                 "answer or cancel one first",

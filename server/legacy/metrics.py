@@ -41,13 +41,6 @@ class LegacyMetrics:
             "Held calls ended because the client did not answer in time",
             registry=registry,
         )
-        self.subscriptions_refused = Counter(
-            "legacy_subscriptions_refused",
-            "resources/subscribe calls refused at a cap, by cap (uri_bytes, per_session, "
-            "principal_bytes)",
-            ["cap"],
-            registry=registry,
-        )
         self.store_errors = Counter(
             "legacy_store_errors",
             "Operations on the legacy store that failed or timed out, by operation",

@@ -43,6 +43,7 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
@@ -88,9 +89,11 @@ class RedisStore(LegacyStore):
     Keys (all under `mrtr:legacy`): `session:<id>` holds a session as JSON with an idle
     TTL; `subscriptions:<id>` the set of its subscribed URIs, renewed with it (so a
     subscription adds one member, never rewrites the session); `subscribed-bytes-of:<principal>`
-    each of a principal's sessions' subscribed bytes (for the per-principal cap);
+    each of a principal's sessions' subscribed bytes (for the per-principal cap), renewed
+    with any session its principal uses;
     `sessions-of:<principal>` the ids of a principal's sessions, kept only under a
-    per-principal cap and trimmed of ended ones at the principal's next `initialize`;
+    per-principal cap, trimmed of ended ones at the principal's next `initialize` and
+    expiring with the last session the principal used;
     `pending:<session>:<request>` names the channel of the replica waiting for that
     answer, with a TTL a little past the answer timeout. Each replica process listens on
     its own channel `answers:<replica>:<instance>`.
@@ -158,7 +161,7 @@ class RedisStore(LegacyStore):
                 "create_session", self._redis.set(key, session.to_json(), px=self._ttl)
             )
             return
-        index = f"{KEY_PREFIX}:sessions-of:{session.principal}"
+        index = self._sessions_of_key(session.principal)
         args: list[str | int] = [session.to_json(), self._ttl, session.session_id]
         args += [max_per_principal, self._session_key(""), int(time.time() * 1000)]
         created = await self._call(
@@ -167,12 +170,16 @@ class RedisStore(LegacyStore):
         if not created:
             raise TooManySessions
 
-    async def session(self, session_id: str) -> Session | None:
-        # One round trip renews the session and its subscriptions alike.
+    async def session(self, session_id: str, principal: str = "") -> Session | None:
+        # One round trip renews the session, its subscriptions and its principal's index
+        # and subscribed bytes alike: both outlive every session its principal still uses.
         pipe = self._redis.pipeline(transaction=False)
         pipe.getex(self._session_key(session_id), px=self._ttl)
         pipe.pexpire(self._subscriptions_key(session_id), self._ttl)
-        raw, _ = await self._call("session", pipe.execute())
+        if principal:
+            pipe.pexpire(self._sessions_of_key(principal), self._ttl)
+            pipe.pexpire(self._subscribed_bytes_key(principal), self._ttl)
+        raw = (await self._call("session", pipe.execute()))[0]
         return Session.from_json(raw) if raw is not None else None
 
     async def save_session(self, session: Session) -> None:
@@ -197,10 +204,12 @@ class RedisStore(LegacyStore):
         kept = int(await self._call("subscribe_resource", self._subscribe(keys=keys, args=args)))
         if kept == -1:
             count = limits.max_per_session + 1
-            raise SubscriptionRefused("per_session", limits.max_per_session, would_be=count)
+            raise SubscriptionRefused(
+                "subscriptions_per_session", limits.max_per_session, would_be=count
+            )
         if kept < -1:
             limit = limits.max_bytes_per_principal
-            raise SubscriptionRefused("principal_bytes", limit, would_be=-kept)
+            raise SubscriptionRefused("subscription_bytes_per_principal", limit, would_be=-kept)
 
     async def unsubscribe(self, session: Session, uri: str) -> None:
         keys = [
@@ -259,6 +268,10 @@ class RedisStore(LegacyStore):
     @staticmethod
     def _session_key(session_id: str) -> str:
         return f"{KEY_PREFIX}:session:{session_id}"
+
+    @staticmethod
+    def _sessions_of_key(principal: str) -> str:
+        return f"{KEY_PREFIX}:sessions-of:{principal}"
 
     @staticmethod
     def _subscriptions_key(session_id: str) -> str:

@@ -84,12 +84,13 @@ class Sessions:
             raise invalid_params("initialize needs capabilities and clientInfo objects")
         if message.is_notification:
             raise RpcError(jsonrpc.INVALID_REQUEST, "initialize is a request", http_status=400)
-        for what, value, limit in (
-            ("clientInfo", client_info, self.max_client_info_bytes),
-            ("capabilities", capabilities, self.max_capabilities_bytes),
+        for what, cap, value, limit in (
+            ("clientInfo", "client_info_bytes", client_info, self.max_client_info_bytes),
+            ("capabilities", "capabilities_bytes", capabilities, self.max_capabilities_bytes),
         ):
             size = json_size(value)
             if size > limit:
+                self.refused(cap)
                 raise too_large(what, size, limit)
         session = Session(
             session_id=secrets.token_urlsafe(24),
@@ -102,6 +103,7 @@ class Sessions:
         try:
             await self.store.create_session(session, max_per_principal=limit)
         except TooManySessions as exc:
+            self.refused("sessions_per_principal")
             refusal = f"Too many sessions open for this principal (limit {limit}): end one first"
             raise too_many_requests(refusal, limit) from exc
         self.metrics.sessions.labels("created").inc()
@@ -117,6 +119,10 @@ class Sessions:
         response.headers[SESSION_HEADER] = session.session_id
         return response
 
+    def refused(self, cap: str) -> None:
+        """Count a refusal at one of the legacy store's caps (`mcp_stored_refusals`)."""
+        self.server_metrics.stored_refusals.labels("legacy", cap).inc()
+
     async def of(self, headers: Mapping[str, str], principal: str) -> Session:
         """The session a request names, if `principal` opened it (else 400 or 404)."""
         session_id = rules.header(headers, SESSION_HEADER)
@@ -126,7 +132,7 @@ class Sessions:
                 "Bad Request: Mcp-Session-Id header is required (send initialize first)",
                 http_status=400,
             )
-        session = await self.store.session(session_id)
+        session = await self.store.session(session_id, principal)
         # A session is its opener's: to anyone else it does not exist.
         if session is None or session.principal != principal:
             raise RpcError(
@@ -159,18 +165,18 @@ class Sessions:
         size = uri_bytes(uri)
         limit = self.max_subscription_uri_bytes
         if limit and size > limit:
-            self.metrics.subscriptions_refused.labels("uri_bytes").inc()
+            self.refused("subscription_uri_bytes")
             raise RpcError(
                 jsonrpc.INVALID_PARAMS,
                 f"uri is {size} bytes; this server subscribes to URIs of at most {limit}",
-                {"limit": limit, "cap": "uri_bytes"},
+                {"limit": limit, "cap": "subscription_uri_bytes"},
                 http_status=413,
             )
         try:
             await self.store.subscribe(session, uri, self.subscription_limits)
         except SubscriptionRefused as refused:
-            self.metrics.subscriptions_refused.labels(refused.cap).inc()
-            if refused.cap == "per_session":
+            self.refused(refused.cap)
+            if refused.cap == "subscriptions_per_session":
                 # Too many of a countable thing, as too many sessions: 429.
                 code, status = jsonrpc.TOO_MANY_REQUESTS, 429
                 refusal = (

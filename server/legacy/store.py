@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from server.core.store import StoreUnavailable
+from server.core.store import StoreFull, StoreUnavailable
 
 log = logging.getLogger("server.legacy")
 
@@ -83,12 +83,17 @@ class SubscriptionRefused(Exception):
     """A subscription the store will not keep: the session or its principal is at a cap."""
 
     def __init__(self, cap: str, limit: int, *, would_be: int) -> None:
-        #: Which cap: `per_session` (count) or `principal_bytes`.
+        #: Which cap: `subscriptions_per_session` or `subscription_bytes_per_principal`.
         self.cap = cap
         self.limit = limit
         #: The count or bytes the subscription would have made.
         self.would_be = would_be
         super().__init__(f"{cap}: {would_be} over {limit}")
+
+
+def _subscribed_bytes(uri: str) -> int:
+    """What a subscribed URI adds to its session's JSON: its bytes, quotes and a comma."""
+    return uri_bytes(uri) + 3
 
 
 def uri_bytes(uri: str) -> int:
@@ -113,8 +118,9 @@ class LegacyStore(ABC):
         (`TooManySessions`) when its principal already has that many open."""
 
     @abstractmethod
-    async def session(self, session_id: str) -> Session | None:
-        """The session with this id, renewing its idle lifetime; None when unknown here."""
+    async def session(self, session_id: str, principal: str = "") -> Session | None:
+        """The session with this id, renewing its idle lifetime (and, given the caller's
+        `principal`, that of the principal's index of sessions); None when unknown here."""
 
     @abstractmethod
     async def save_session(self, session: Session) -> None:
@@ -189,14 +195,24 @@ class WaitingCalls:
 
 
 class MemoryStore(LegacyStore):
-    """Sessions and waiting calls in this process: correct only behind a sticky balancer."""
+    """Sessions and waiting calls in this process: correct only behind a sticky balancer.
+
+    It keeps at most `max_bytes` of sessions (each as JSON when opened, plus its subscribed
+    URIs): many principals' sessions fill that cap (`StoreFull`, 507), as they would a
+    Redis at its `maxmemory`, never the replica's memory.
+    """
 
     kind = "memory"
 
-    def __init__(self, *, session_ttl_s: float) -> None:
+    def __init__(self, *, session_ttl_s: float, max_bytes: int = 0) -> None:
         self.session_ttl_s = session_ttl_s
+        #: The most the sessions may take (0: no cap), and what they take now.
+        self.max_bytes = max_bytes
+        self.stored_bytes = 0
         #: session id -> (session, monotonic time it expires)
         self._sessions: dict[str, tuple[Session, float]] = {}
+        #: session id -> the bytes it takes of `max_bytes`
+        self._charged: dict[str, int] = {}
         #: principal -> ids of its sessions (for the per-principal cap)
         self._of_principal: dict[str, set[str]] = {}
         self._waiting = WaitingCalls()
@@ -214,10 +230,11 @@ class MemoryStore(LegacyStore):
                     self._drop(session_id)
             if len(self._of_principal.get(session.principal, ())) >= max_per_principal:
                 raise TooManySessions
+        self._charge(session.session_id, len(session.to_json()), "create_session")
         self._sessions[session.session_id] = (session, now + self.session_ttl_s)
         self._of_principal.setdefault(session.principal, set()).add(session.session_id)
 
-    async def session(self, session_id: str) -> Session | None:
+    async def session(self, session_id: str, principal: str = "") -> Session | None:
         entry = self._sessions.get(session_id)
         if entry is None:
             return None
@@ -245,7 +262,9 @@ class MemoryStore(LegacyStore):
             return
         count = len(kept.subscriptions) + 1
         if limits.max_per_session and count > limits.max_per_session:
-            raise SubscriptionRefused("per_session", limits.max_per_session, would_be=count)
+            raise SubscriptionRefused(
+                "subscriptions_per_session", limits.max_per_session, would_be=count
+            )
         if limits.max_bytes_per_principal:
             total = uri_bytes(uri) + sum(
                 uri_bytes(one)
@@ -254,22 +273,32 @@ class MemoryStore(LegacyStore):
             )
             if total > limits.max_bytes_per_principal:
                 limit = limits.max_bytes_per_principal
-                raise SubscriptionRefused("principal_bytes", limit, would_be=total)
+                raise SubscriptionRefused("subscription_bytes_per_principal", limit, would_be=total)
+        self._charge(kept.session_id, _subscribed_bytes(uri), "subscribe_resource")
         kept.subscriptions = sorted({*kept.subscriptions, uri})
 
     async def unsubscribe(self, session: Session, uri: str) -> None:
         entry = self._sessions.get(session.session_id)
         if entry is not None and uri in entry[0].subscriptions:
             entry[0].subscriptions = [one for one in entry[0].subscriptions if one != uri]
+            self._charge(session.session_id, -_subscribed_bytes(uri), "unsubscribe_resource")
 
     async def subscriptions(self, session_id: str) -> list[str]:
         entry = self._sessions.get(session_id)
         return list(entry[0].subscriptions) if entry is not None else []
 
+    def _charge(self, session_id: str, more_bytes: int, operation: str) -> None:
+        """Count `more_bytes` against the cap for a session; `StoreFull` when they do not fit."""
+        if more_bytes > 0 and self.max_bytes and self.stored_bytes + more_bytes > self.max_bytes:
+            raise StoreFull("legacy", operation)
+        self.stored_bytes += more_bytes
+        self._charged[session_id] = self._charged.get(session_id, 0) + more_bytes
+
     def _drop(self, session_id: str) -> bool:
         entry = self._sessions.pop(session_id, None)
         if entry is None:
             return False
+        self.stored_bytes -= self._charged.pop(session_id, 0)
         mine = self._of_principal.get(entry[0].principal, set())
         mine.discard(session_id)
         if not mine:

@@ -18,10 +18,11 @@ def open_store(
     session_ttl_s: float,
     answer_timeout_s: float,
     timeout_s: float,
+    max_memory_bytes: int = 0,
 ) -> LegacyStore:
-    """The store `spec` names: `memory`, or a Redis URL."""
+    """The store `spec` names: `memory` (keeping at most `max_memory_bytes`), or a Redis URL."""
     if spec == "memory":
-        return MemoryStore(session_ttl_s=session_ttl_s)
+        return MemoryStore(session_ttl_s=session_ttl_s, max_bytes=max_memory_bytes)
     return RedisStore(
         spec,
         replica_id=replica_id,

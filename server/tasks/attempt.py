@@ -14,6 +14,7 @@ from typing import Any
 from server.core.call import Attempt, Call, Invocation
 from server.core.catalog import Tool
 from server.core.context import BecomeTask
+from server.core.metrics import ServerMetrics
 from server.core.store import StoreUnavailable
 from server.protocol.jsonrpc import json_size, too_large, too_many_requests
 from server.tasks.shapes import (
@@ -47,8 +48,11 @@ class TaskAttempt:
         max_tasks_per_principal: int = 0,
         max_arguments_bytes: int,
         max_capabilities_bytes: int,
+        metrics: ServerMetrics,
     ) -> None:
         self.inner = inner
+        #: Where a refusal at a cap is counted (`mcp_stored_refusals`).
+        self.metrics = metrics
         self.store = store
         self.worker = worker
         self.default_ttl_ms = default_ttl_ms
@@ -94,6 +98,7 @@ class TaskAttempt:
                 raise store_unavailable(exc) from exc
             except TooManyTasks as exc:
                 # Each task keeps its arguments and answers in the store until it expires.
+                self.metrics.stored_refusals.labels("tasks", "tasks_per_principal").inc()
                 raise too_many_requests(
                     f"Too many live tasks for this principal (limit {exc.limit}): "
                     "wait for one to expire (its ttl) before starting another",
@@ -106,17 +111,19 @@ class TaskAttempt:
 
     def _check_sizes(self, call: Call, arguments: dict[str, Any], answers: dict[str, Any]) -> None:
         """Refuse a task that would keep more of its caller than the limits allow."""
-        for what, value, limit in (
-            ("the task's arguments", arguments, self.max_arguments_bytes),
-            ("the answers the task keeps", answers, self.max_arguments_bytes),
+        for what, cap, value, limit in (
+            ("the task's arguments", "arguments_bytes", arguments, self.max_arguments_bytes),
+            ("the answers the task keeps", "answers_bytes", answers, self.max_arguments_bytes),
             (
                 "the client capabilities the task keeps",
+                "capabilities_bytes",
                 call.client_capabilities,
                 self.max_capabilities_bytes,
             ),
         ):
             size = json_size(value)
             if size > limit:
+                self.metrics.stored_refusals.labels("tasks", cap).inc()
                 raise too_large(what, size, limit)
 
     def _creation_wire(self, call: Call) -> str | None:

@@ -32,6 +32,7 @@ import json
 from typing import Any
 
 from server.core.call import Call, Method
+from server.core.metrics import ServerMetrics
 from server.core.store import StoreUnavailable
 from server.protocol.headers import RELATED_TASK, TASKS_EXTENSION
 from server.protocol.inputs import answers, input_responses
@@ -91,7 +92,10 @@ class TaskMethods:
         list_page_size: int = 50,
         anonymous: str | None = None,
         max_answers_bytes: int,
+        metrics: ServerMetrics,
     ) -> None:
+        #: Where a refusal at a cap is counted (`mcp_stored_refusals`).
+        self.metrics = metrics
         self.store = store
         self.worker = worker
         self.result_wait_s = result_wait_s
@@ -304,6 +308,7 @@ class TaskMethods:
             task.answers.update(fitting)
             size = json_size(task.answers)
             if size > self.max_answers_bytes:
+                self.metrics.stored_refusals.labels("tasks", "answers_bytes").inc()
                 raise too_large("the answers this task keeps", size, self.max_answers_bytes)
             for key in fitting:
                 del task.input_requests[key]

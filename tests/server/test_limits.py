@@ -15,6 +15,7 @@ from server.app import create_app
 from server.harness.process import ServerProcess
 from server.transport.auth import mint_token
 from tests.server.conftest import JWT_SECRET, KEY_A, LEGACY_INITIALIZE, make_config, state_keys_env
+from tests.server.probes import metric
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, running_replicas, token
 from tests.server.test_bad_input import call_body, headers
 
@@ -49,6 +50,8 @@ def test_a_principal_holds_at_most_its_limit_of_legacy_calls() -> None:
             over = http.post(replica.url, json=weather(9), headers=on_alice)
             assert over.status_code == 429
             assert "limit 2" in over.json()["error"]["message"]
+            refused = 'mcp_stored_refusals_total{cap="per_principal",store="held_calls"}'
+            assert metric(replica.base_url, refused) == 1
             with http.stream("POST", replica.url, json=weather(10), headers=session(bob)) as other:
                 assert other.headers["content-type"].startswith("text/event-stream")
     finally:

@@ -1,7 +1,7 @@
 """Legacy resource subscriptions are capped: URI length, count per session, bytes per principal.
 
 Each cap refuses the caller over it with a JSON-RPC error naming the cap, counts the refusal
-in `legacy_subscriptions_refused`, and serves a caller under it. With the Redis legacy
+in `mcp_stored_refusals`, and serves a caller under it. With the Redis legacy
 store a subscription is a member of the session's own set: the session itself is never
 rewritten, so its cost does not grow with what the session already subscribes to.
 """
@@ -44,8 +44,8 @@ def subscribe(http: TestClient, session: dict[str, str], uri: str, *, method: st
 
 
 def refused(http: TestClient, cap: str) -> float:
-    """How many subscriptions /metrics counts as refused at `cap`."""
-    start = f'legacy_subscriptions_refused_total{{cap="{cap}"}} '
+    """How many things /metrics counts as refused at the legacy store's `cap`."""
+    start = f'mcp_stored_refusals_total{{cap="{cap}",store="legacy"}} '
     for line in http.get("/metrics").text.splitlines():
         if line.startswith(start):
             return float(line.rsplit(" ", 1)[1])
@@ -77,9 +77,12 @@ def test_a_uri_over_its_cap_is_refused_and_one_at_it_served(http: TestClient) ->
     reply = subscribe(http, session, uri(2, 65))
     assert reply.status_code == 413
     error = reply.json()["error"]
-    assert error["code"] == INVALID_PARAMS and error["data"] == {"limit": 64, "cap": "uri_bytes"}
+    assert error["code"] == INVALID_PARAMS and error["data"] == {
+        "limit": 64,
+        "cap": "subscription_uri_bytes",
+    }
     assert "65 bytes" in error["message"]
-    assert refused(http, "uri_bytes") == 1
+    assert refused(http, "subscription_uri_bytes") == 1
 
 
 def test_a_session_subscribes_to_at_most_its_cap(http: TestClient) -> None:
@@ -91,9 +94,11 @@ def test_a_session_subscribes_to_at_most_its_cap(http: TestClient) -> None:
     reply = subscribe(http, session, uri(3))
     assert reply.status_code == 429
     error = reply.json()["error"]
-    assert error["code"] == TOO_MANY_REQUESTS and error["data"]["cap"] == "per_session"
+    assert (
+        error["code"] == TOO_MANY_REQUESTS and error["data"]["cap"] == "subscriptions_per_session"
+    )
     assert "unsubscribe" in error["message"]
-    assert refused(http, "per_session") == 1
+    assert refused(http, "subscriptions_per_session") == 1
     # Room made by unsubscribing is room to subscribe again.
     subscribe(http, session, uri(0), method="resources/unsubscribe")
     assert subscribe(http, session, uri(3)).json()["result"] == {}
@@ -110,10 +115,10 @@ def test_a_principal_keeps_at_most_its_bytes_across_sessions(http: TestClient) -
     error = reply.json()["error"]
     assert error["code"] == INVALID_PARAMS and error["data"] == {
         "limit": 200,
-        "cap": "principal_bytes",
+        "cap": "subscription_bytes_per_principal",
     }
     assert "240 bytes" in error["message"]
-    assert refused(http, "principal_bytes") == 1
+    assert refused(http, "subscription_bytes_per_principal") == 1
     # Another principal is served; ending a session frees what it held.
     assert subscribe(http, open_session(http, "bob"), uri(12)).json()["result"] == {}
     assert http.delete("/mcp", headers={**first, "MCP-Protocol-Version": "2025-11-25"})
