@@ -13,41 +13,9 @@ import math
 from dataclasses import dataclass, field
 
 from labsim.model.checks import ParameterError, check_fraction, check_numbers, require
-from labsim.model.tools import TOOLS
-
-SERVICE_TIME_KINDS = ("exponential", "deterministic", "lognormal")
-
-
-@dataclass(frozen=True)
-class ServiceTime:
-    """How long a worker is busy with one request: a distribution with a mean.
-
-    A barber's haircut takes twenty minutes on average, sometimes ten, sometimes
-    forty. `exponential` is the memoryless case queueing theory assumes,
-    `deterministic` the opposite extreme, `lognormal` what measured service
-    times usually look like (its spread set by the coefficient of variation).
-    """
-
-    mean_s: float = 0.050  # assumption: a tool that parses, validates and calls an API client
-    kind: str = "exponential"  # M/M/c, where queueing theory has closed forms
-    cv: float = 1.0  # lognormal spread (std / mean); the exponential's own value
-
-    def __post_init__(self) -> None:
-        check_numbers(self, "mean_s", "cv")
-        require(
-            self.kind in SERVICE_TIME_KINDS,
-            f"service time kind must be one of {', '.join(SERVICE_TIME_KINDS)}, got {self.kind!r}",
-        )
-        require(
-            self.kind != "exponential" or math.isclose(self.cv, 1.0),
-            f"an exponential service time has a cv of 1, got cv {self.cv:g}: choose "
-            "lognormal for another spread",
-        )
-
-    def describe(self) -> str:
-        """The distribution in words, as the plan prints it: `lognormal, mean 2.5 ms, cv 0.4`."""
-        spread = {"exponential": ", cv 1", "deterministic": ""}.get(self.kind, f", cv {self.cv:g}")
-        return f"{self.kind}, mean {self.mean_s * 1e3:.4g} ms{spread}"
+from labsim.model.service_time import SERVICE_TIME_KINDS as SERVICE_TIME_KINDS
+from labsim.model.service_time import ServiceTime
+from labsim.model.tools import TOOLS, SimTool, requests_per_call, tool_names
 
 
 def stated_round(
@@ -105,6 +73,10 @@ class WorkloadParams:
     # one asks one question, one asks two in one round (assumption).
     tools: tuple[str, ...] = ("crunch", "get_weather", "link_accounts")
     tool_mix: tuple[float, ...] = (0.5, 0.3, 0.2)  # assumption: share of calls per tool
+    # Tools of another server, by their own names, as measured (`labsim.model.tools.target_tool`;
+    # `labsim plan --params` makes them from the file's `tools`); a name of `tools` is one of
+    # these or of the demo catalogue.
+    target_tools: tuple[SimTool, ...] = ()
     # The tool's own CPU per round, on top of the request's overhead. Assumption: 50 ms, a
     # tool that parses, validates and calls an API client; `labsim plan` takes the round
     # as measured (`--params`) or stated (`--round-cpu-ms`) instead, and says which.
@@ -135,8 +107,17 @@ class WorkloadParams:
             isinstance(self.round_cpu, ServiceTime),
             f"round_cpu must be a ServiceTime, got {self.round_cpu!r}",
         )
-        unknown = [name for name in self.tools if name not in TOOLS]
-        require(not unknown, f"unknown tools {unknown!r}; choose from {', '.join(TOOLS)}")
+        require(
+            all(isinstance(tool, SimTool) for tool in self.target_tools),
+            f"target_tools must be tools (labsim.model.tools.SimTool), got {self.target_tools!r}",
+        )
+        known = {tool.name: tool for tool in self.target_tools}
+        unknown = [name for name in self.tools if name not in known and name not in TOOLS]
+        require(
+            not unknown,
+            f"unknown tools {unknown!r}; choose from "
+            f"{tool_names([*self.target_tools, *TOOLS.values()])}",
+        )
         require(
             len(self.tool_mix) == len(self.tools)
             and all(share >= 0 for share in self.tool_mix)
@@ -148,6 +129,23 @@ class WorkloadParams:
         require(
             starts == sorted(starts) and all(s >= 0 and m >= 0 for s, m in self.rate_profile),
             "rate_profile must be (start_s, multiplier) pairs, sorted, all >= 0",
+        )
+
+    def specs(self) -> tuple[SimTool, ...]:
+        """The tools of `tools`, in order: the target's of that name, else the demo one."""
+        known = {tool.name: tool for tool in self.target_tools}
+        return tuple(known.get(name) or TOOLS[name] for name in self.tools)
+
+    def tool_cpu_per_call_s(self) -> float:
+        """Mean work of the tools' own per call, nothing going wrong, the requests'
+        overhead apart: each tool's rounds times its work per round (the workload's
+        `round_cpu` for a tool without its own)."""
+        specs = self.specs()
+        if all(tool.round_cpu is None for tool in specs):
+            return requests_per_call(specs, self.tool_mix) * self.round_cpu.mean_s
+        return sum(
+            share * tool.requests() * (tool.round_cpu or self.round_cpu).mean_s
+            for tool, share in zip(specs, self.tool_mix, strict=True)
         )
 
 

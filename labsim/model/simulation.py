@@ -40,7 +40,6 @@ from labsim.model.metrics import (
 from labsim.model.params import SimParams
 from labsim.model.store import SharedStore
 from labsim.model.task_store import TaskStore, summarize_tasks, tasks_frame
-from labsim.model.tools import TOOLS
 from labsim.model.workload import MAX_CALLS_PER_RUN, draw_workload, expected_calls
 
 ARCHITECTURES: dict[str, type[Architecture]] = {
@@ -104,19 +103,24 @@ class Simulation:
         workload = self.workload
         start, start_task, is_task = self.architecture.start, self.persistent.start, self.is_task
         timeout = env.timeout
-        specs = [TOOLS[name] for name in self.params.workload.tools]
+        specs = self.params.workload.specs()
+        paths = workload.path.tolist() if workload.path is not None else [0.0] * len(workload)
         rows = zip(
-            workload.tool.tolist(), workload.cpu_s.tolist(), workload.think_s.tolist(), strict=True
+            workload.tool.tolist(),
+            workload.cpu_s.tolist(),
+            workload.think_s.tolist(),
+            paths,
+            strict=True,
         )
         shared = self.params.workload.calls_per_session > 1
         sessions: dict[int, Session] = {}
-        for index, (arrival_s, session, (tool, cpu, think)) in enumerate(
+        for index, (arrival_s, session, (tool, cpu, think, path)) in enumerate(
             zip(workload.arrival_s.tolist(), workload.session.tolist(), rows, strict=True)
         ):
             if arrival_s > env.now:
                 yield timeout(arrival_s - env.now)
             user = sessions.setdefault(session, Session()) if shared else None
-            call = Call(index, tool, specs[tool], env.now, cpu, think, user)
+            call = Call(index, tool, specs[tool].for_call(path), env.now, cpu, think, user)
             if is_task[index]:
                 start_task(call)
             else:

@@ -1,4 +1,4 @@
-"""The simulated tools: the server's demo tools, as rounds of questions per tool version.
+"""The simulated tools: a tool is its rounds of questions, its work per round and its bytes.
 
 A tool call is a sequence of rounds. Each round is some server work that ends
 either with the result or with questions for the user; the questions of one
@@ -10,6 +10,15 @@ resolution). Version 2 of `link_accounts` asks `microsoft_login` where version
 its long work can be handed to another replica in `requestState` when its
 replica is overloaded (`offloads`); no other tool does that.
 
+Every tool has the same shape (`SimTool`): its asking rounds, any number; the
+share of its calls that stop one asking round short (a measured mean of 2.2
+rounds per call is two asking rounds, one call in five, and one, four in five:
+a discrete mix of the two counts around the mean); its own work per round (None:
+the workload's `round_cpu`, as for the lab's demo tools); and its bytes per
+round (None: the workload's). The demo catalogue (`CATALOGUE`) is the lab's own
+server's tools; a tool measured on another server (`target_tool`) is made of
+its measured figures, under its own name.
+
 The simulation does not import the server: a test runs the server's demo tools
 and holds this catalogue in step with them.
 
@@ -20,26 +29,46 @@ legacy protocol.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from labsim.model.checks import require
+from labsim.model.service_time import ServiceTime
 
 Round = tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class SimTool:
-    """One demo tool as the simulation sees it: its rounds of questions, and whether it offloads.
+    """One tool as the simulation sees it: its rounds of questions, its work and bytes
+    per round, and whether it offloads.
 
     `rounds_v2` is the tool as version 2 of the server serves it (None: the
     same as version 1). The rounds are those of the longest path through the
-    tool (`update_work_item` resolved as a duplicate).
+    tool (`update_work_item` resolved as a duplicate); `shorter_share` of the
+    calls stop before the last asking round (`shorter`).
     """
 
     name: str
     rounds_v1: tuple[Round, ...]
     rounds_v2: tuple[Round, ...] | None = None
     offloads: bool = False
-    masks: dict[int, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
-    counts: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    #: The tool's own work per round, the request's overhead apart (None: the workload's).
+    round_cpu: ServiceTime | None = None
+    #: The share of calls that ask one round fewer than `rounds_v1` (0: none).
+    shorter_share: float = 0.0
+    #: Bytes of a request and a response body per round (None: the workload's).
+    request_bytes: int | None = None
+    response_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        require(
+            0 <= self.shorter_share < 1 and (bool(self.rounds_v1) or not self.shorter_share),
+            f"tool {self.name}: shorter_share is a share in [0, 1) of a tool that asks, "
+            f"got {self.shorter_share!r}",
+        )
 
     def rounds(self, version: int) -> tuple[Round, ...]:
         """The question names of each asking round, as tool version `version` asks them."""
@@ -49,15 +78,53 @@ class SimTool:
 
     def round_masks(self, version: int) -> tuple[int, ...]:
         """Each asking round's questions as a bit mask (see `QUESTION_BITS`)."""
-        return self.masks[version]
+        return self._masks[2 if version == 2 else 1]
 
-    def questions(self, version: int = 1) -> int:
-        """How many questions a call asks when nothing goes wrong."""
-        return self.counts[2 if version == 2 else 1]  # counted once, below the catalogue
+    def questions(self, version: int = 1) -> float:
+        """How many questions a call asks when nothing goes wrong (a mean, for a tool of
+        which some calls stop a round short)."""
+        asked = self._counts[2 if version == 2 else 1]
+        if not self.shorter_share:
+            return asked
+        return asked - self.shorter_share * len(self.rounds(version)[-1])
 
-    def requests(self, version: int = 1) -> int:
-        """How many requests (rounds) an MRTR call makes when nothing goes wrong."""
-        return len(self.rounds(version)) + 1
+    def requests(self, version: int = 1) -> float:
+        """How many requests (rounds) an MRTR call makes when nothing goes wrong (a mean)."""
+        return len(self.rounds(version)) + 1 - self.shorter_share
+
+    def for_call(self, draw: float) -> SimTool:
+        """The tool as one call sees it, for a uniform `draw` in [0, 1): stopping one
+        asking round short with probability `shorter_share`, all its rounds otherwise."""
+        if not self.shorter_share:
+            return self
+        return self.shorter if draw < self.shorter_share else self.longest
+
+    @functools.cached_property
+    def longest(self) -> SimTool:
+        """The tool as the calls that ask every round see it."""
+        return replace(self, shorter_share=0.0)
+
+    @functools.cached_property
+    def shorter(self) -> SimTool:
+        """The tool as the calls that stop one asking round short see it."""
+        return replace(
+            self,
+            rounds_v1=self.rounds_v1[:-1],
+            rounds_v2=None if self.rounds_v2 is None else self.rounds_v2[:-1],
+            shorter_share=0.0,
+        )
+
+    @functools.cached_property
+    def _masks(self) -> dict[int, tuple[int, ...]]:
+        bits = question_bits(self)
+        return {
+            version: tuple(sum(bits[name] for name in r) for r in self.rounds(version))
+            for version in (1, 2)
+        }
+
+    @functools.cached_property
+    def _counts(self) -> dict[int, int]:
+        return {version: sum(len(r) for r in self.rounds(version)) for version in (1, 2)}
 
 
 # The server's demo tools that ask, or shed, under MRTR. `provision_vm` becomes a task
@@ -78,18 +145,71 @@ CATALOGUE: tuple[SimTool, ...] = (
 )
 TOOLS: dict[str, SimTool] = {tool.name: tool for tool in CATALOGUE}
 
-#: One bit per question name, in order of first appearance in the catalogue.
+#: One bit per question name of the catalogue, in order of first appearance.
 QUESTION_BITS: dict[str, int] = {}
 for _tool in CATALOGUE:
     for _version in (1, 2):
         for _round in _tool.rounds(_version):
             for _name in _round:
                 QUESTION_BITS.setdefault(_name, 1 << len(QUESTION_BITS))
-    for _version in (1, 2):
-        _tool.masks[_version] = tuple(
-            sum(QUESTION_BITS[name] for name in r) for r in _tool.rounds(_version)
-        )
-        _tool.counts[_version] = sum(len(r) for r in _tool.rounds(_version))
+
+
+def question_bits(tool: SimTool) -> dict[str, int]:
+    """A bit for each question `tool` asks: the catalogue's own, and for a question the
+    catalogue does not ask (a target tool's) one above them, by its place in the tool.
+    Only one call's questions are ever held in one mask, so the bits need to differ
+    within a tool alone."""
+    bits: dict[str, int] = {}
+    for version in (1, 2):
+        for r in tool.rounds(version):
+            for name in r:
+                if name not in bits:
+                    bits[name] = QUESTION_BITS.get(name, 1 << (len(QUESTION_BITS) + len(bits)))
+    return bits
+
+
+def target_tool(
+    name: str,
+    rounds_per_call: float,
+    round_cpu: ServiceTime | None = None,
+    questions_per_round: int = 1,
+    request_bytes: int | None = None,
+    response_bytes: int | None = None,
+) -> SimTool:
+    """A tool of another server as its measurement describes it: `rounds_per_call`
+    rounds (a mean, at least 1: the last answers, each before it asks
+    `questions_per_round` questions), and its own work and bytes per round.
+
+    A mean between two counts is the discrete mix of the two that has it: 2.2 rounds
+    are 3 rounds for one call in five and 2 for the rest.
+    """
+    require(
+        math.isfinite(rounds_per_call) and rounds_per_call >= 1,
+        f"tool {name}: rounds per call must be a number >= 1, got {rounds_per_call!r}",
+    )
+    require(
+        questions_per_round >= 1,
+        f"tool {name}: questions per round must be >= 1, got {questions_per_round!r}",
+    )
+    asking = rounds_per_call - 1
+    longest = math.ceil(asking - 1e-9)
+    rounds = tuple(
+        tuple(f"{name}.round{k + 1}.q{q + 1}" for q in range(questions_per_round))
+        for k in range(longest)
+    )
+    return SimTool(
+        name,
+        rounds,
+        round_cpu=round_cpu,
+        shorter_share=max(0.0, round(longest - asking, 9)),
+        request_bytes=request_bytes,
+        response_bytes=response_bytes,
+    )
+
+
+def tool_names(tools: Sequence[SimTool]) -> str:
+    """The names of `tools`, as a refusal lists them to choose from."""
+    return ", ".join(tool.name for tool in tools)
 
 
 def questions_asked(answered: int, masks: tuple[int, ...]) -> int:
@@ -106,15 +226,26 @@ def questions_asked(answered: int, masks: tuple[int, ...]) -> int:
     return 0
 
 
-def requests_per_call(names: tuple[str, ...], mix: tuple[float, ...], version: int = 1) -> float:
-    """Mean MRTR requests (rounds of server work) per call of a tool mix, nothing going wrong."""
+def _tools(tools: Sequence[str | SimTool]) -> list[SimTool]:
+    """`tools` as tools, a name standing for the catalogue's tool of that name."""
+    return [TOOLS[tool] if isinstance(tool, str) else tool for tool in tools]
+
+
+def requests_per_call(
+    tools: Sequence[str | SimTool], mix: Sequence[float], version: int = 1
+) -> float:
+    """Mean MRTR requests (rounds of server work) per call of a tool mix, nothing going
+    wrong (a tool named stands for the catalogue's)."""
     return sum(
-        share * TOOLS[name].requests(version) for name, share in zip(names, mix, strict=True)
+        share * tool.requests(version) for tool, share in zip(_tools(tools), mix, strict=True)
     )
 
 
-def questions_per_call(names: tuple[str, ...], mix: tuple[float, ...], version: int = 1) -> float:
-    """Mean questions asked per call of a tool mix, nothing going wrong."""
+def questions_per_call(
+    tools: Sequence[str | SimTool], mix: Sequence[float], version: int = 1
+) -> float:
+    """Mean questions asked per call of a tool mix, nothing going wrong (a tool named
+    stands for the catalogue's)."""
     return sum(
-        share * TOOLS[name].questions(version) for name, share in zip(names, mix, strict=True)
+        share * tool.questions(version) for tool, share in zip(_tools(tools), mix, strict=True)
     )

@@ -7,7 +7,8 @@ architecture serves them (common random numbers), so any difference in the
 results is the architecture's.
 
 Which tool a call is to is an index into `WorkloadParams.tools`; what each
-tool asks, round by round, is in `labsim.model.tools`.
+tool asks, round by round, is in `labsim.model.tools`. A call's work per round is
+drawn from the workload's `round_cpu`, or from its tool's own where the tool has one.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class Workload:
     session: np.ndarray
     cpu_s: np.ndarray
     think_s: np.ndarray
+    #: A uniform draw per call in [0, 1): whether a call to a tool of a mean number of
+    #: rounds stops one round short (`labsim.model.tools.SimTool.for_call`).
+    path: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.arrival_s)
@@ -115,7 +119,20 @@ def draw_workload(
     walked_away = np.logical_or.accumulate(walked_away, axis=1)
     think[walked_away] = np.inf
     session = assign_sessions(arrivals, params.calls_per_session, params.session_s, session_rng)
-    return Workload(arrival_s=arrivals, tool=tool, session=session, cpu_s=cpu, think_s=think)
+    # Streams of their own, spawned after the others so that those stay what they were: the
+    # rounds a call to a tool of a mean number of rounds takes, and the work of each tool
+    # that has its own.
+    path_rng, *tool_rngs = (np.random.default_rng(s) for s in seed.spawn(1 + len(params.tools)))
+    path = path_rng.random(n)
+    for k, spec in enumerate(params.specs()):
+        if spec.round_cpu is not None:
+            calls = tool == k
+            cpu[calls] = sample_service_times(
+                spec.round_cpu, tool_rngs[k], (int(calls.sum()), DRAWS_PER_CALL)
+            )
+    return Workload(
+        arrival_s=arrivals, tool=tool, session=session, cpu_s=cpu, think_s=think, path=path
+    )
 
 
 def rate_pieces(
