@@ -22,6 +22,10 @@ from loadtest.scenarios.run import run_scenario
 #: CPU a `quote` call spends per round, ms: enough that one Locust process can offer 85%
 #: of a replica's CPU (the server's own work per round is about 0.2 ms, Locust's per call more).
 QUOTE_CPU_MS = 8.0
+#: The most CPU a replica spends on its event loop per round (`--cpu-inline-max-ms`): the
+#: calibration measures a replica whose CPU is the loop's, as the model's one server, so
+#: every quote round (8 ms, drawn around it) stays there rather than in the CPU workers.
+LOOP_CPU_MAX_MS = 10.0
 #: Mean seconds between a user's calls: users = rate x pacing. A user's next call waits
 #: for its last to end, so a gap shorter than a call is lost and the users' calls together
 #: are a little smoother than the Poisson stream labsim offers, most of all when the
@@ -64,6 +68,7 @@ def level_config(arch: str, rate_per_s: float, duration_s: float, **fields: Any)
         "think_time_sigma": THINK_SIGMA,
         "tool_mix": {"quote": 1.0},
         "tool_cpu_ms": QUOTE_CPU_MS,
+        "cpu_inline_max_ms": LOOP_CPU_MAX_MS,
         "pin_cores": True,
         **fields,
     }

@@ -53,9 +53,14 @@ class Tool:
         self.task_support: str = (self.extra.get("execution") or {}).get("taskSupport", "forbidden")
 
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
-        """Why `arguments` do not fit the input schema (empty when they do)."""
+        """Why `arguments` do not fit the input schema (empty when they do).
+
+        An argument the schema types `integer` must be written as one: JSON Schema counts
+        `100.0` as an integer, but a handler counting with it would get a float (and fail
+        where it counts: `range`, `to_bytes`), so it is refused here as invalid params.
+        """
         if self._validator.is_valid(arguments):
-            return []
+            return _written_as_floats(self.input_schema, arguments, ())
         return [
             f"arguments{_json_path(error.instance_path)}: {error.message}"
             for error in self._validator.iter_errors(arguments)
@@ -72,6 +77,26 @@ class Tool:
             hints = {"readOnlyHint": False, "idempotentHint": False}
             described["annotations"] = {**hints, **(self.extra.get("annotations") or {})}
         return described
+
+
+def _written_as_floats(schema: Any, value: Any, path: tuple[str | int, ...]) -> list[str]:
+    """Errors for the values under `schema`'s `integer` properties (and items) that are
+    floats, such as `100.0`; `value` already fits `schema` otherwise."""
+    if not isinstance(schema, dict):
+        return []
+    if isinstance(value, float) and schema.get("type") == "integer":
+        return [
+            f"arguments{_json_path(path)}: {value!r} is not an integer (write it as {value:.0f})"
+        ]
+    errors: list[str] = []
+    if isinstance(value, dict):
+        for name, spec in (schema.get("properties") or {}).items():
+            if name in value:
+                errors += _written_as_floats(spec, value[name], (*path, name))
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            errors += _written_as_floats(schema["items"], item, (*path, index))
+    return errors
 
 
 def _json_path(path: Sequence[str | int]) -> str:

@@ -24,9 +24,33 @@ UNITS = {
 }
 
 
-@pytest.mark.parametrize("units", [0, 5, 5.0, 50_000_000])
-def test_integers_within_bounds_pass_including_a_float_with_no_fraction(units: Any) -> None:
+@pytest.mark.parametrize("units", [0, 5, 50_000_000])
+def test_integers_within_bounds_pass(units: Any) -> None:
     assert tool(UNITS).argument_errors({"units": units}) == []
+
+
+@pytest.mark.parametrize("units", [5.0, 1e3])
+def test_a_count_written_as_a_float_is_refused_though_json_schema_calls_it_an_integer(
+    units: float,
+) -> None:
+    # A handler counting with 5.0 gets a float: range() and to_bytes() fail on it.
+    assert tool(UNITS).argument_errors({"units": units}) == [
+        f"arguments.units: {units!r} is not an integer (write it as {units:.0f})"
+    ]
+
+
+def test_a_float_integer_is_found_in_nested_objects_and_arrays() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"count": {"type": "integer"}}},
+            }
+        },
+    }
+    errors = tool(schema).argument_errors({"items": [{"count": 1}, {"count": 2.0}]})
+    assert errors == ["arguments.items[1].count: 2.0 is not an integer (write it as 2)"]
 
 
 @pytest.mark.parametrize(

@@ -121,5 +121,36 @@ def test_a_crunch_in_the_workers_sheds_at_the_same_units_with_the_same_digest() 
 def test_a_small_quote_stays_on_the_loop() -> None:
     app = create_app(make_config())
     with MrtrClient.for_app(app, handlers=ANSWER) as client:
-        client.call_tool("quote", {"cpu_ms": 2})
+        client.call_tool("quote", {"cpu_ms": 0.1})
     assert not app.state.server.cpu.started  # no worker process was needed
+
+
+@pytest.mark.integration
+def test_a_quote_of_ten_milliseconds_runs_in_the_workers() -> None:
+    # Well above the quarter millisecond the loop keeps: at a caller's full rate, 10 ms on
+    # the loop per call is time every other request waits.
+    app = create_app(make_config())
+    try:
+        with MrtrClient.for_app(app, handlers=ANSWER) as client:
+            assert "octocat" in client.call_tool("quote", {"cpu_ms": 10}).text
+            assert app.state.server.cpu.started
+    finally:
+        app.state.server.cpu.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"), [("crunch", {"units": 100.0}), ("crunch", {"units": 1e3})]
+)
+def test_a_count_written_as_a_float_is_invalid_params_not_a_crash(
+    name: str, arguments: dict
+) -> None:
+    app = create_app(make_config())
+    with MrtrClient.for_app(app, handlers=ANSWER) as client:
+        with pytest.raises(McpError) as refused:
+            client.call_tool(name, arguments)
+        assert refused.value.code == INVALID_PARAMS
+        assert "arguments.units" in refused.value.message
+        assert "is not an integer" in refused.value.message
+        # The same count written as an integer is served.
+        done = client.call_tool(name, {"units": 100})
+        assert done.result["structuredContent"]["digest"] == crunch_units(crunch_start(), 0, 100)

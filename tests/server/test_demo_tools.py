@@ -106,12 +106,12 @@ def test_quote_spends_its_cpu_once_in_each_round(
 ) -> None:
     spent: list[float] = []
     monkeypatch.setattr(quote, "spend_cpu", spent.append)
-    exchange = client.exchange("tools/call", {"name": "quote", "arguments": {"cpu_ms": 3}})
+    exchange = client.exchange("tools/call", {"name": "quote", "arguments": {"cpu_ms": 0.2}})
     assert client.send(exchange) is False  # asks github_login
-    assert spent == [3]
+    assert spent == [0.2]
     exchange.answer({"github_login": accept(name="octocat")})
     assert client.send(exchange) is True
-    assert spent == [3, 3]  # the retry does not redo the first round's work
+    assert spent == [0.2, 0.2]  # the retry does not redo the first round's work
     assert "octocat" in exchange.text
 
 
