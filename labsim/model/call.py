@@ -56,6 +56,8 @@ class Call:
         "offloads",
         "queue_wait_s",
         "re_prompts",
+        "request_bytes",
+        "response_bytes",
         "restarts",
         "retries",
         "rounds",
@@ -77,6 +79,7 @@ class Call:
         cpu: list[float],
         think: list[float],
         session: Session | None = None,
+        sizes: tuple[int, int] = (0, 0),
     ) -> None:
         self.index = index
         self.session = session if session is not None else Session()
@@ -85,6 +88,8 @@ class Call:
         self.arrival_s = arrival_s
         self.cpu = cpu
         self.think = think
+        #: Bytes of a request and of a response body per round, as its tool sends them.
+        self.request_bytes, self.response_bytes = sizes
         self.next_think = 0
         self.first_replica = -1
         self.answered_ever = 0

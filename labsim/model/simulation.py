@@ -26,6 +26,7 @@ from labsim.model.call import Call, Session
 from labsim.model.checks import ParameterError
 from labsim.model.cluster import Cluster, ReplicaState
 from labsim.model.cost import SECONDS_PER_HOUR, Usage, bill
+from labsim.model.demand import WorkloadParams
 from labsim.model.health_check import HealthChecks
 from labsim.model.metrics import (
     EVENT_COLUMNS,
@@ -40,7 +41,17 @@ from labsim.model.metrics import (
 from labsim.model.params import SimParams
 from labsim.model.store import SharedStore
 from labsim.model.task_store import TaskStore, summarize_tasks, tasks_frame
+from labsim.model.tools import SimTool
 from labsim.model.workload import MAX_CALLS_PER_RUN, draw_workload, expected_calls
+
+
+def tool_sizes(tool: SimTool, workload: WorkloadParams) -> tuple[int, int]:
+    """The bytes of a request and a response body per round of `tool`: its own, else the
+    workload's."""
+    request = workload.request_bytes if tool.request_bytes is None else tool.request_bytes
+    response = workload.response_bytes if tool.response_bytes is None else tool.response_bytes
+    return request, response
+
 
 ARCHITECTURES: dict[str, type[Architecture]] = {
     SseStore.name: SseStore,
@@ -104,6 +115,7 @@ class Simulation:
         start, start_task, is_task = self.architecture.start, self.persistent.start, self.is_task
         timeout = env.timeout
         specs = self.params.workload.specs()
+        sizes = [tool_sizes(spec, self.params.workload) for spec in specs]
         paths = workload.path.tolist() if workload.path is not None else [0.0] * len(workload)
         rows = zip(
             workload.tool.tolist(),
@@ -120,7 +132,8 @@ class Simulation:
             if arrival_s > env.now:
                 yield timeout(arrival_s - env.now)
             user = sessions.setdefault(session, Session()) if shared else None
-            call = Call(index, tool, specs[tool].for_call(path), env.now, cpu, think, user)
+            spec = specs[tool].for_call(path)
+            call = Call(index, tool, spec, env.now, cpu, think, user, sizes[tool])
             if is_task[index]:
                 start_task(call)
             else:

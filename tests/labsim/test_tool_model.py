@@ -67,3 +67,16 @@ def test_a_simulated_call_takes_its_tools_rounds() -> None:
     assert set(done["rounds"]) == {2, 3}
     assert done["rounds"].mean() == pytest.approx(2.5, abs=0.1)
     assert done["cpu_s"].min() >= 2 * 0.002
+
+
+def test_a_tools_own_bytes_are_counted_for_its_calls() -> None:
+    small = target_tool("transfer", 1, request_bytes=100, response_bytes=50)
+    params = SimParams().with_overrides(
+        tools=("transfer", "crunch"), tool_mix=(0.5, 0.5), target_tools=(small,),
+        arrival_rate_per_s=5.0, warmup_s=0.0, horizon_s=100.0,
+    )  # fmt: skip
+    calls = simulate(params, "mrtr", 1).calls
+    done = calls[calls["outcome"] == "completed"]
+    assert set(done[done["tool"] == 0]["bytes_in"]) == {100}
+    assert set(done[done["tool"] == 0]["bytes_out"]) == {50}
+    assert set(done[done["tool"] == 1]["bytes_in"]) == {params.workload.request_bytes}

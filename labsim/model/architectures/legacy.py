@@ -128,7 +128,7 @@ class HeldStream(Architecture):
             call.first_replica = replica.index
         replica.attach(process)
         self.cluster.streams.move(self.env.now, 1)
-        call.bytes_in += self.params.workload.request_bytes
+        call.bytes_in += call.request_bytes
 
     def _close_stream(self, replica: Replica, process: Process, kept: bool) -> None:
         """The stream ends, whatever ended the attempt; its connection stays open for reuse
@@ -148,7 +148,6 @@ class HeldStream(Architecture):
         Only the tools/call POST crosses the wire here; a later round is the held call
         resuming once its answer's POST (which crossed) came in.
         """
-        workload = self.params.workload
         extra_s = self.overhead_s  # parsing the tools/call POST itself
         questions = call.spec.round_masks(replica.version)
         for round_index, round_mask in enumerate(questions):
@@ -160,7 +159,7 @@ class HeldStream(Architecture):
             if subscribed is not None:
                 yield subscribed
             # One elicitation request per question, all sent on the stream at once.
-            call.bytes_out += workload.response_bytes * round_mask.bit_count()
+            call.bytes_out += call.response_bytes * round_mask.bit_count()
             outcome, extra_s = yield from self._wait_for_answers(call, replica, round_mask, hold)
             if outcome != COMPLETED:
                 return outcome
@@ -168,7 +167,7 @@ class HeldStream(Architecture):
             call, replica, extra_s + call.round_cpu_s(len(questions)), True, not questions
         )
         call.rounds += 1
-        call.bytes_out += workload.response_bytes
+        call.bytes_out += call.response_bytes
         return COMPLETED
 
     def _wait_for_answers(
@@ -207,7 +206,7 @@ class HeldStream(Architecture):
                 cut = deadline_s == idle_cut_s and think_s != math.inf
                 return (LOST if cut else ABANDONED), extra_s
             self.answer(call, question)
-            call.bytes_in += self.params.workload.request_bytes
+            call.bytes_in += call.request_bytes
             extra_s += yield from self.deliver_answer(call, replica)
         return COMPLETED, extra_s
 

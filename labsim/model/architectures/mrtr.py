@@ -83,7 +83,7 @@ class Mrtr(Architecture):
         question = questions_asked(carried.answered, call.spec.round_masks(replica.version))
         tool_cpu_s = call.round_cpu_s(carried.round_index)
         work_s = self._work_s(tool_cpu_s, question, carried)
-        call.bytes_in += self.params.workload.request_bytes + carried.state_bytes
+        call.bytes_in += call.request_bytes + carried.state_bytes
         # Only a tool that checkpoints (crunch) can be stopped and handed on.
         sheddable = not self.offloads or call.spec.offloads
         replica.attach(process)
@@ -107,7 +107,7 @@ class Mrtr(Architecture):
         carried.done_s = 0.0
         carried.resumed = False
         if not question:
-            call.bytes_out += self.params.workload.response_bytes
+            call.bytes_out += call.response_bytes
             return COMPLETED
         return (yield from self._ask(call, carried, question))
 
@@ -147,7 +147,7 @@ class Mrtr(Architecture):
             carried.resumed = True
             call.offloads += 1
             self._account(call, replica, state.seal_cpu_s)
-            call.bytes_out += self.params.workload.response_bytes + state.checkpoint_bytes
+            call.bytes_out += call.response_bytes + state.checkpoint_bytes
             carried.state_bytes += state.checkpoint_bytes
             if client.offload_retry_delay_s:
                 yield self.env.timeout(client.offload_retry_delay_s)
@@ -166,7 +166,7 @@ class Mrtr(Architecture):
         state = self.params.state
         client = self.params.client
         carried.state_bytes = state.base_bytes + state.bytes_per_answer * call.answers
-        call.bytes_out += self.params.workload.response_bytes + carried.state_bytes
+        call.bytes_out += call.response_bytes + carried.state_bytes
         think_s = call.draw_think_s(question.bit_count())
         self.waits += 1
         if think_s >= client.answer_timeout_s:

@@ -169,7 +169,7 @@ class PersistentTools:
         """`tools/call` with a task: the replica that stored it, or None if it never was."""
         call = task.call
         while True:
-            replica = yield from self._request(call, self.params.workload.request_bytes)
+            replica = yield from self._request(call, call.request_bytes)
             if replica is None:
                 return None
             try:
@@ -253,7 +253,7 @@ class PersistentTools:
         """The user's answer (`tasks/update`); the replica that takes it runs the next step."""
         env = self.env
         while True:
-            replica = yield from self._request(task.call, self.params.workload.request_bytes)
+            replica = yield from self._request(task.call, task.call.request_bytes)
             if replica is None:
                 return _GAVE_UP
             try:
