@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+from loadtest.cli.ci_gate import ci_gate
 from loadtest.cli.options import add_json_option, command_options, run_settings, write_json
 from loadtest.config import ARCHITECTURES, LoadTestConfig, LoadTestError
 from loadtest.swarm.plan import SwarmPlan
@@ -114,6 +114,26 @@ def _add_swarm(commands: Any) -> None:
     options = command_options(swarm)
     add_flags(options, SwarmPlan)
     add_json_option(options, SUMMARY)
+    options.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="exit 1 when this holds at the end of a headless run, e.g. p95_ms>500, "
+        "error_share>0.01, TOOL.p95_ms>=800 (operators > >= < <= ==); repeatable",
+    )
+    options.add_argument(
+        "--html",
+        default=None,
+        metavar="F",
+        help="write Locust's HTML report with the lab's summary",
+    )
+    options.add_argument(
+        "--compare",
+        default=None,
+        metavar="OLD.json",
+        help="print each headline figure's change against an earlier run's summary",
+    )
     swarm.set_defaults(run=run_swarm)
 
 
@@ -220,14 +240,14 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_swarm(args: argparse.Namespace) -> int:
     # Imported here: loadtest.swarm.runner loads Locust, which patches this process with gevent.
-    from loadtest.scenarios.summary_table import print_table
     from loadtest.swarm.runner import run_swarm, run_workers
 
     config = target_config(args) if args.target else config_from(args)
     if args.join:
         return run_workers(config, args.join, args.workers)
-    if not args.headless and (args.fault or args.json):
-        given = [flag for flag in ("--fault", "--json") if getattr(args, flag[2:])]
+    if not args.headless and (args.fault or args.json or args.fail_if or args.html):
+        flags = ("--fault", "--json", "--fail-if", "--html")
+        given = [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"))]
         raise LoadTestError(
             f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --headless: "
             "with its web UI a swarm runs until stopped, its faults "
@@ -236,11 +256,10 @@ def run_swarm(args: argparse.Namespace) -> int:
     plan = SwarmPlan(
         **values_from_flags(SwarmPlan, args),
         start_users=args.users is not None,
-        html_path=html_beside(args.json),
+        html_path=Path(args.html) if args.html else html_beside(args.json),
     )
+    gate = ci_gate(args, config, plan)
     summary = run_swarm(config, plan)
-    if summary is not None:
-        write_json(summary, args.json)
-        print_table([summary])
-        print("completed per worker: " + json.dumps(summary["per_worker"]))
-    return 0
+    if summary is None:
+        return 0
+    return gate.judge(summary)

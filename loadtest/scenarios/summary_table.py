@@ -9,7 +9,11 @@ replica, tasks, and why requests failed (`loadtest.swarm.failure_reasons`).
 
 from __future__ import annotations
 
+import contextlib
+import html
+import io
 import textwrap
+from pathlib import Path
 from typing import Any
 
 from loadtest.swarm.event_log import fault_spans
@@ -145,3 +149,23 @@ def _duration(seconds: float) -> str:
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
+
+def table_text(summaries: list[dict[str, Any]], *more: str) -> str:
+    """What `print_table` prints, and `more` lines after it, as one text."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_table(summaries)
+    return out.getvalue() + "".join(f"{line}\n" for line in more)
+
+
+def add_to_html_report(path: Path, text: str) -> None:
+    """Put the lab's summary (`text`) at the top of Locust's HTML report at `path`."""
+    section = (
+        '<section id="lab-summary" style="font-family: monospace; padding: 1em">'
+        f"<h2>MRTR Lab summary</h2><pre>{html.escape(text)}</pre></section>"
+    )
+    page = path.read_text()
+    at = page.find("<body")
+    at = page.find(">", at) + 1 if at >= 0 else 0
+    path.write_text(page[:at] + section + page[at:])

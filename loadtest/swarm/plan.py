@@ -19,6 +19,8 @@ from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 
 #: What `--era` takes with a target: one protocol era, or both it speaks (users split).
 TARGET_ERAS = (MODERN_VERSION, LEGACY_VERSION, "both")
+#: What `--shape` takes (`loadtest.swarm.load_shapes`).
+SHAPES = ("ramp", "step", "spike", "soak")
 #: Locust's own port for workers to reach their master.
 LOCUST_MASTER_PORT = 5557
 
@@ -76,6 +78,37 @@ class SwarmPlan:
         None,
         choices=FAULTS,
         help="a headless run injects this fault into the lab's cluster at --fault-at",
+    )
+    shape: str | None = setting(
+        None,
+        choices=SHAPES,
+        help="a headless run's users over time (closed loop, up to --users, until --duration): "
+        "ramp over --ramp-s; step by --step-users every --step-s; spike to --spike-users at "
+        "--spike-at-s for --spike-s; soak: a ramp then a long plateau",
+    )
+    ramp_s: float = setting(10.0, help="--shape ramp|soak: seconds to reach --users")
+    step_s: float = setting(10.0, help="--shape step and --find-ceiling: seconds of each step")
+    step_users: int = setting(1, help="--shape step: users added at each step")
+    spike_users: int = setting(0, help="--shape spike: users during the spike")
+    spike_at_s: float = setting(10.0, help="--shape spike: when the spike begins (s)")
+    spike_s: float = setting(5.0, help="--shape spike: how long the spike lasts (s)")
+    find_ceiling: bool = setting(
+        False,
+        help="a headless run steps the open-loop rate by --rate every --step-s until the SLO "
+        "(--slo-p95-ms, --max-error-share) breaks, and reports the highest rate that held",
+    )
+    max_steps: int = setting(10, help="--find-ceiling: the most steps it runs")
+    slo_p95_ms: float = setting(
+        250.0, help="--find-ceiling: the SLO's p95 latency of a completed call (ms)"
+    )
+    max_error_share: float = setting(
+        0.01, help="--find-ceiling: the SLO's most failed and lost calls, as a share"
+    )
+    params: str | None = setting(
+        None,
+        metavar="FILE",
+        help="--find-ceiling: a labsim parameter file; the simulation's ceiling for the same "
+        "replicas, tool work and SLO is printed beside the one found",
     )
     start_users: bool = setting(
         False,

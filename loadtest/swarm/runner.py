@@ -53,6 +53,8 @@ from loadtest.swarm.locust_stats import (
     write_html_report,
 )
 from loadtest.swarm.plan import LOCUST_MASTER_PORT, SwarmPlan
+from loadtest.swarm.rate_ceiling import RateSteps, ceiling
+from loadtest.swarm.shaped_run import ceiling_search, drive, shape_for
 from loadtest.swarm.target_mix import exported_mix
 from loadtest.swarm.user_classes import LOCUSTFILE, TARGET_USER_CLASS, USER_CLASSES
 
@@ -261,16 +263,21 @@ def _run_headless(
     """Start the users, inject the fault on cue, stop after the duration; the summary."""
     runner = swarm.runner
     started = time.time()
-    runner.start(config.locust_users, config.spawn_rate)
+    shape = shape_for(config, plan, lambda: started, lambda: _collector(swarm).calls)
     if plan.fault:
         gevent.spawn_later(config.fault_at_s, _inject_on_cue, swarm.control, plan.fault, say)
-    say(f"swarm: {_who(config)} for {config.duration_s:g} s")
-    stop.wait(config.duration_s)
+    if shape is None:
+        runner.start(config.locust_users, config.spawn_rate)
+        say(f"swarm: {_who(config)} for {config.duration_s:g} s")
+        stop.wait(config.duration_s)
+    else:
+        say(f"swarm: {_who_shaped(config, plan)}")
+        drive(runner, shape, stop)
     runner.stop()
     _wait_stopped(runner, swarm.env.stop_timeout + 30)
     ended = time.time()
     await_worker_reports(runner, swarm.worker_ids)
-    calls = getattr(swarm.env, "call_collector", None) or CallCollector()
+    calls = _collector(swarm)
     summary = summarize(
         config,
         calls.calls,
@@ -292,9 +299,28 @@ def _run_headless(
         summary["target_tools"] = mix.weights
     if plan.fault:  # the run's scenario is the fault injected on cue
         summary["scenario"] = plan.fault
+    if plan.find_ceiling:
+        steps = max(shape.judged, 1) if isinstance(shape, RateSteps) else 1
+        search = ceiling_search(config, plan)
+        summary.update(ceiling(search, calls.calls, started, min(steps, plan.max_steps)))
     summary["workers"] = len(swarm.worker_ids)
     summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)
     return summary
+
+
+def _collector(swarm: _Swarm) -> CallCollector:
+    """The calls the master has received so far (none yet before the first)."""
+    return getattr(swarm.env, "call_collector", None) or CallCollector()
+
+
+def _who_shaped(config: LoadTestConfig, plan: SwarmPlan) -> str:
+    """Who calls in a shaped run: its shape, or the ceiling's steps."""
+    if plan.find_ceiling:
+        return (
+            f"finding the ceiling: +{config.rate_per_s:g} calls/s every {plan.step_s:g} s, "
+            f"at most {plan.max_steps} steps, SLO p95 <= {plan.slo_p95_ms:g} ms"
+        )
+    return f"{plan.shape} shape up to {config.users} users for {config.duration_s:g} s"
 
 
 def _who(config: LoadTestConfig) -> str:

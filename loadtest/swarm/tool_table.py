@@ -24,6 +24,11 @@ def percentiles_ms(values: list[float]) -> dict[str, float | None]:
     return {"p50": round(float(p50), 2), "p95": round(float(p95), 2), "p99": round(float(p99), 2)}
 
 
+def error_share(failed: int, lost: int, answered: int) -> float:
+    """Failed and lost calls as a share of the calls whose user answered (0 without any)."""
+    return round((failed + lost) / answered, 6) if answered else 0.0
+
+
 def per_tool(calls: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Each tool's calls: how many, how they ended (`completed` adds up to the run's), the
     rounds of a completed call, its latency percentiles, and why the others did not

@@ -1,0 +1,77 @@
+"""The simulation's ceiling: the rate at which the same replicas stop meeting the same SLO.
+
+Beside the ceiling a swarm found (`--find-ceiling --params FILE`), labsim's planner is asked
+the same question at each rate the swarm stepped through: the run's architecture and
+replicas, its tool mix, its tool work per round plus the server's own per request (the
+parameter file's overhead), its think time, and the SLO (p95 latency and the share of
+calls that complete). The simulated ceiling is the last rate that met it before the
+first that did not. The CPU target of a plan is left out (1.0): a ceiling is where the
+SLO breaks, not where a planner would add a replica.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from labsim.model import measured
+from labsim.study.capacity import simulated
+from labsim.study.experiments import RunSpec, run_many
+from labsim.study.plan_inputs import plan_inputs
+from labsim.study.plan_request import PlanRequest
+from labsim.study.plan_verdict import judge
+from loadtest.config import LoadTestConfig
+
+#: Simulated seconds measured at each rate: enough calls for a p95, quick to run.
+MEASURE_S = 60.0
+
+
+def predicted_ceiling(
+    params_path: str,
+    config: LoadTestConfig,
+    rates_per_s: list[float],
+    slo_p95_ms: float,
+    max_error_share: float,
+) -> dict[str, Any]:
+    """The simulated ceiling among `rates_per_s` (ascending) and each rate's simulated p95
+    and completed share, up to the first rate that broke the SLO."""
+    arch = config.arch
+    inputs = plan_inputs(measured.load(params_path), architectures=(arch,))
+    base = inputs.bases[arch]
+    overhead_ms = base.workload.request_overhead_s * 1e3
+    tools = tuple(config.tool_mix)
+    total = sum(config.tool_mix.values())
+    rows: list[dict[str, Any]] = []
+    held = None
+    for rate in rates_per_s:
+        request = PlanRequest(
+            rate_per_s=rate,
+            slo_p95_ms=slo_p95_ms,
+            slo_completed_share=1 - max_error_share,
+            think_time_median_s=config.think_time_median_s,
+            think_time_sigma=config.think_time_sigma,
+            never_answer_share=config.never_answer_share,
+            tools=tools,
+            tool_mix=tuple(config.tool_mix[t] / total for t in tools),
+            round_cpu_ms=config.tool_cpu_ms + overhead_ms,
+            round_cpu_cv=config.tool_cpu_cv,
+            round_cpu_kind=config.tool_cpu_kind,
+            answer_timeout_s=config.answer_timeout_s,
+            target_cpu_utilization=1.0,
+            measure_s=MEASURE_S,
+        )
+        params = simulated(request, arch, config.replicas, inputs)
+        runs = run_many([RunSpec(params, arch, 0)], processes=1).to_dict("records")
+        verdict = judge(request, config.replicas, runs, base.cluster.base_memory_bytes)
+        meets = verdict.p95_ms <= slo_p95_ms and verdict.completed_share >= 1 - max_error_share
+        rows.append(
+            {
+                "rate_per_s": rate,
+                "p95_ms": round(verdict.p95_ms, 2),
+                "completed_share": round(verdict.completed_share, 4),
+                "held": meets,
+            }
+        )
+        if not meets:
+            break
+        held = rate
+    return {"predicted_ceiling_rate_per_s": held, "predicted_steps": rows}

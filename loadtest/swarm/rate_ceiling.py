@@ -1,0 +1,150 @@
+"""The ceiling: the highest open-loop rate at which the deployment still meets its SLO.
+
+`--find-ceiling` steps the rate: the first `--step-s` seconds at `--rate` calls per second,
+then twice, three times that, one more arrival stream of `--rate` per step (Poisson
+streams add up to a Poisson stream), until a step breaks the SLO (`--slo-p95-ms`,
+`--max-error-share`) or `--max-steps` have run. A step's calls are the ones that started in
+it; it holds when their p95 latency is within the SLO and their share of failed and lost
+calls at most the maximum. The ceiling is the rate of the last step that held before the
+first that broke.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from locust import LoadTestShape
+
+from loadtest.swarm.tool_table import error_share, percentiles_ms
+
+
+@dataclass(frozen=True)
+class CeilingSearch:
+    """How the rate is stepped and what the SLO is."""
+
+    rate_step_per_s: float
+    step_s: float
+    max_steps: int
+    slo_p95_ms: float
+    max_error_share: float
+
+    def rate_of(self, step: int) -> float:
+        """The rate of step `step` (1 the first)."""
+        return round(self.rate_step_per_s * step, 6)
+
+
+class RateSteps(LoadTestShape):
+    """Arrival streams of `rate_step_per_s` each, one more every `step_s`: `tick()` gives
+    the streams of the current step, None after the last or once `broken()` says the step
+    just ended broke the SLO."""
+
+    def __init__(self, search: CeilingSearch, broken: Any = None) -> None:
+        super().__init__()
+        self.search = search
+        self.broken = broken or (lambda step: False)
+        self.judged = 0
+
+    def step_at(self, t_s: float) -> int:
+        return 1 + int(t_s // self.search.step_s)
+
+    def tick(self) -> tuple[int, float] | None:
+        step = self.step_at(self.get_run_time())
+        if step - 1 > self.judged:
+            self.judged = step - 1
+            if self.broken(step - 1):
+                return None
+        if step > self.search.max_steps:
+            return None
+        return step, float(step)
+
+
+def step_figures(
+    search: CeilingSearch, calls: list[dict[str, Any]], started: float, step: int
+) -> dict[str, Any]:
+    """One step's figures: its rate, the calls that started in it and how they ended,
+    their p95 latency and error share, and whether it held."""
+    begin = started + (step - 1) * search.step_s
+    mine = [c for c in calls if begin <= c["started"] < begin + search.step_s]
+    answered = [c for c in mine if c["outcome"] != "abandoned"]
+    completed = [c for c in answered if c["outcome"] == "completed"]
+    failed = sum(c["outcome"] == "failed" for c in answered)
+    lost = sum(c["outcome"] == "lost" for c in answered)
+    p95 = percentiles_ms([c["latency_ms"] for c in completed])["p95"]
+    share = error_share(failed, lost, len(answered))
+    return {
+        "step": step,
+        "rate_per_s": search.rate_of(step),
+        "started": len(mine),
+        "completed": len(completed),
+        "failed": failed,
+        "lost": lost,
+        "p95_ms": p95,
+        "error_share": share,
+        "held": bool(completed and p95 is not None and p95 <= search.slo_p95_ms)
+        and share <= search.max_error_share,
+    }
+
+
+def ended_broke(search: CeilingSearch, calls: list[dict[str, Any]], begin: float) -> bool:
+    """Whether the calls that ended in the step beginning at `begin` break the SLO: what
+    is known while the run goes on (calls still running are not)."""
+    mine = [c for c in calls if begin <= c["ended"] < begin + search.step_s]
+    answered = [c for c in mine if c["outcome"] != "abandoned"]
+    if not answered:
+        return False
+    completed = [c["latency_ms"] for c in answered if c["outcome"] == "completed"]
+    share = error_share(len(answered) - len(completed), 0, len(answered))
+    p95 = percentiles_ms(completed)["p95"]
+    return share > search.max_error_share or p95 is None or p95 > search.slo_p95_ms
+
+
+def ceiling(
+    search: CeilingSearch, calls: list[dict[str, Any]], started: float, steps: int
+) -> dict[str, Any]:
+    """The search's outcome: each step run with its figures, and the ceiling, the rate of
+    the last step that held before the first that broke (None when the first broke)."""
+    rows = [step_figures(search, calls, started, k) for k in range(1, steps + 1)]
+    held = None
+    for row in rows:
+        if not row["held"]:
+            break
+        held = row["rate_per_s"]
+    broke = next((row["step"] for row in rows if not row["held"]), None)
+    return {
+        "ceiling_rate_per_s": held,
+        "broke_at_step": broke,
+        "slo_p95_ms": search.slo_p95_ms,
+        "max_error_share": search.max_error_share,
+        "steps": rows,
+    }
+
+
+def ceiling_lines(found: dict[str, Any]) -> list[str]:
+    """The search as lines to print: a row per step, then the ceiling."""
+    lines = [
+        f"{'step':>4} {'rate/s':>8} {'calls':>6} {'done':>6} {'errors':>7} {'p95 ms':>8}  held"
+    ]
+    for row in found["steps"]:
+        p95 = "-" if row["p95_ms"] is None else f"{row['p95_ms']:.1f}"
+        lines.append(
+            f"{row['step']:>4} {row['rate_per_s']:>8g} {row['started']:>6} {row['completed']:>6} "
+            f"{row['error_share']:>7.3f} {p95:>8}  {'yes' if row['held'] else 'no'}"
+        )
+    slo = f"p95 <= {found['slo_p95_ms']:g} ms, errors <= {found['max_error_share']:g}"
+    rate = found["ceiling_rate_per_s"]
+    lines.append(
+        f"ceiling: {rate:g} calls/s ({slo})"
+        if rate is not None
+        else f"ceiling: none; the first step broke ({slo})"
+    )
+    if found.get("broke_at_step") is None:
+        lines.append(
+            "no step broke the SLO: the ceiling is above the last rate tried (--max-steps)"
+        )
+    if found.get("predicted_ceiling_rate_per_s") is not None:
+        lines.append(
+            "simulation: the same replicas meet the SLO up to "
+            f"{found['predicted_ceiling_rate_per_s']:g} calls/s"
+        )
+    return lines

@@ -1,0 +1,94 @@
+"""A headless swarm whose load changes as it runs: a shape's users, or the ceiling's rate.
+
+Its shape (`loadtest.swarm.load_shapes`, `loadtest.swarm.rate_ceiling`) is asked once a
+second how many users should run, and the runner is told when that changes, as Locust's
+own shape worker does; here the run's end stops the users and keeps the workers, so that
+the summary still gets every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gevent.event import Event
+from locust import LoadTestShape
+
+from loadtest.config import LoadTestConfig, LoadTestError
+from loadtest.swarm.load_shapes import ShapeSettings, shape_of
+from loadtest.swarm.plan import SwarmPlan
+from loadtest.swarm.rate_ceiling import CeilingSearch, RateSteps, ended_broke
+
+#: How often the shape is asked (s), as Locust's shape worker asks.
+TICK_S = 1.0
+
+
+def ceiling_search(config: LoadTestConfig, plan: SwarmPlan) -> CeilingSearch:
+    """The ceiling's search: steps of `--rate` calls per second each, and the SLO."""
+    if not config.rate_per_s:
+        raise LoadTestError("--find-ceiling needs --rate: the calls per second each step adds")
+    return CeilingSearch(
+        rate_step_per_s=config.rate_per_s,
+        step_s=plan.step_s,
+        max_steps=plan.max_steps,
+        slo_p95_ms=plan.slo_p95_ms,
+        max_error_share=plan.max_error_share,
+    )
+
+
+def check_shape(config: LoadTestConfig, plan: SwarmPlan) -> None:
+    """Refuse a shape the run cannot follow, before anything starts."""
+    if (plan.shape or plan.find_ceiling) and not plan.headless:
+        raise LoadTestError("--shape and --find-ceiling need --headless")
+    if plan.shape and plan.find_ceiling:
+        raise LoadTestError("--shape or --find-ceiling, not both: the ceiling steps the rate")
+    if plan.shape and config.rate_per_s:
+        raise LoadTestError("--shape shapes closed-loop users: leave --rate out")
+    if plan.find_ceiling:
+        ceiling_search(config, plan)
+
+
+def shape_for(
+    config: LoadTestConfig,
+    plan: SwarmPlan,
+    started: Callable[[], float],
+    calls: Callable[[], list[dict[str, Any]]],
+) -> LoadTestShape | None:
+    """The run's shape, or None for a run of fixed load. The ceiling's steps stop once the
+    calls that ended in a step (`calls()`, from the run's start `started()`) broke the SLO."""
+    if plan.find_ceiling:
+        search = ceiling_search(config, plan)
+
+        def broken(step: int) -> bool:
+            begin = started() + (step - 1) * search.step_s
+            return ended_broke(search, calls(), begin)
+
+        return RateSteps(search, broken)
+    if plan.shape:
+        settings = ShapeSettings(
+            users=config.users,
+            duration_s=config.duration_s,
+            ramp_s=plan.ramp_s,
+            step_s=plan.step_s,
+            step_users=plan.step_users,
+            spike_users=plan.spike_users,
+            spike_at_s=plan.spike_at_s,
+            spike_s=plan.spike_s,
+        )
+        return shape_of(plan.shape, settings)
+    return None
+
+
+def drive(runner: Any, shape: LoadTestShape, stop: Event) -> None:
+    """Follow the shape until its `tick()` says the run is over (or Ctrl-C)."""
+    shape.reset_time()
+    last = None
+    while not stop.is_set():
+        now = shape.tick()
+        if now is None:
+            return
+        if now != last:
+            users, spawn_rate = now[0], now[1]
+            runner.start(users, spawn_rate)
+            last = now
+        stop.wait(TICK_S)
