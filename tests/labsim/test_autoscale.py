@@ -85,6 +85,7 @@ def test_scale_in_is_immediate_under_mrtr_and_cuts_held_calls_under_legacy() -> 
         assert result.summary["state_losses"] > 0
 
 
+@pytest.mark.slow
 def test_after_a_scale_out_new_replicas_get_only_new_sessions_behind_a_sticky_cookie() -> None:
     def new_replicas_share(architecture: str) -> float:
         result = run("autoscale", architecture)
