@@ -312,8 +312,9 @@ class ServerConfig(AccessConfig):
     max_legacy_store_bytes: int = setting(
         256 * 1024 * 1024,
         help="most the in-process legacy store keeps (its sessions as JSON and their "
-        "subscribed URIs); a full store refuses new sessions and subscriptions as full, HTTP "
-        "507 (a Redis store is bounded by its maxmemory)",
+        "subscribed URIs, with what their objects take: 1 KiB a session, 64 bytes a URI); a "
+        "full store refuses new sessions and subscriptions as full, HTTP 507 (a Redis store "
+        "is bounded by its maxmemory)",
         metavar="N",
     )
 
