@@ -230,6 +230,11 @@ class TaskStore(ABC):
         return None
 
 
+#: What a single-use claim's objects take in this process beyond its key's characters
+#: (the string's header, its deadline, its slot in the dictionary).
+CLAIM_OVERHEAD_BYTES = 128
+
+
 class InProcessTaskStore(TaskStore):
     """Tasks in this replica's memory: one replica only, or tests.
 
@@ -332,7 +337,8 @@ class InProcessTaskStore(TaskStore):
             # Expired claims go at most once a second, not on every claim.
             self._next_claim_sweep = now + 1.0
             kept = {k: until for k, until in self._claims.items() if until > now}
-            self.stored_bytes -= sum(len(k) for k in self._claims if k not in kept)
+            gone = [k for k in self._claims if k not in kept]
+            self.stored_bytes -= sum(len(k) + CLAIM_OVERHEAD_BYTES for k in gone)
             self._claims = kept
         until = self._claims.get(key)
         if until is not None and until > now:
@@ -340,7 +346,7 @@ class InProcessTaskStore(TaskStore):
         if until is None:
             # A claim takes room as a task does: many callers' confirmed rounds fill the
             # store's cap (full: 507), never the replica's memory.
-            self._make_room("once", len(key))
+            self._make_room("once", len(key) + CLAIM_OVERHEAD_BYTES)
         self._claims[key] = now + ttl_s
         return True
 

@@ -21,7 +21,7 @@ from server.app import create_app
 from server.client import Exchange, accept
 from server.core.store import StoreFull
 from server.protocol.jsonrpc import INVALID_PARAMS
-from server.tasks.store import InProcessTaskStore
+from server.tasks.store import CLAIM_OVERHEAD_BYTES, InProcessTaskStore
 from tests.server.conftest import make_config
 from tests.server.tasks_fixtures import SEED_CAPABILITIES, redis_server, running_replicas, token
 
@@ -140,8 +140,9 @@ def test_copies_spread_over_two_replicas_sharing_redis_create_one_task() -> None
 
 
 def test_single_use_claims_fill_the_in_process_store_cap_not_the_memory() -> None:
-    # Each claim takes its key's bytes of the store's cap, as a task takes its JSON's.
-    store = InProcessTaskStore(max_bytes=100)
+    # Each claim takes its key's bytes and its objects' of the store's cap (46 + 128 here),
+    # as a task takes its JSON's: room for two.
+    store = InProcessTaskStore(max_bytes=400)
 
     async def claims() -> list[bool | str]:
         kept: list[bool | str] = []
@@ -157,4 +158,4 @@ def test_single_use_claims_fill_the_in_process_store_cap_not_the_memory() -> Non
         return kept
 
     assert asyncio.run(claims()) == [True, True, "task store full during once", True]
-    assert store.stored_bytes == 46
+    assert store.stored_bytes == 46 + CLAIM_OVERHEAD_BYTES
