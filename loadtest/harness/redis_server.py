@@ -12,6 +12,10 @@ Two ways to run it:
   decides what a crash of the whole machine could take: `everysec` about a second of
   writes, `always` nothing. `maxmemory-policy noeviction`: a full store refuses writes
   instead of silently dropping tasks.
+
+Either way it keeps at most `maxmemory_bytes` (256 MiB), under `noeviction`: however many
+principals open sessions or tasks, a full Redis refuses the write and the replica answers
+"store full" (507), never the machine's memory.
 """
 
 from __future__ import annotations
@@ -25,19 +29,27 @@ from pathlib import Path
 from server.harness.process import ChildProcess, free_port
 
 FSYNC_POLICIES = ("everysec", "always")
+#: What a lab Redis keeps at most: room for every task and session of a load test.
+MAXMEMORY_BYTES = 256 * 1024 * 1024
 
 
 class RedisServer(ChildProcess):
     """A `redis-server` child process on 127.0.0.1 and a free port."""
 
     def __init__(
-        self, port: int | None = None, *, data_dir: Path | None = None, fsync: str = "everysec"
+        self,
+        port: int | None = None,
+        *,
+        data_dir: Path | None = None,
+        fsync: str = "everysec",
+        maxmemory_bytes: int = MAXMEMORY_BYTES,
     ) -> None:
         if fsync not in FSYNC_POLICIES:
             raise ValueError(f"appendfsync {fsync!r}: choose from {FSYNC_POLICIES}")
         self.port = port or free_port()
         self.data_dir = data_dir
         self.fsync = fsync
+        self.maxmemory_bytes = maxmemory_bytes
 
     @staticmethod
     def available() -> bool:
@@ -59,6 +71,8 @@ class RedisServer(ChildProcess):
             "--bind", "127.0.0.1",
             "--protected-mode", "yes",
             "--save", "",
+            "--maxmemory", str(self.maxmemory_bytes),
+            "--maxmemory-policy", "noeviction",
         ]  # fmt: skip
         if self.data_dir is None:
             return [*command, "--appendonly", "no"]
@@ -67,7 +81,6 @@ class RedisServer(ChildProcess):
             "--dir", str(self.data_dir),
             "--appendonly", "yes",
             "--appendfsync", self.fsync,
-            "--maxmemory-policy", "noeviction",
         ]  # fmt: skip
 
     def start(self, timeout_s: float = 10.0) -> RedisServer:

@@ -11,12 +11,15 @@ leaves nothing behind.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import redis
 from starlette.testclient import TestClient
 
+from loadtest.harness.redis_server import RedisServer
 from server.app import create_app
-from tests.server.conftest import make_config
+from server.transport.auth import mint_token
+from tests.server.conftest import JWT_SECRET, LEGACY_INITIALIZE, make_config
 from tests.server.tasks_fixtures import redis_server
 from tests.server.test_subscription_caps import LOCAL, open_session, subscribe, uri
 
@@ -83,4 +86,35 @@ def test_a_principals_index_of_sessions_expires_with_its_last_used_session() -> 
             assert direct.pttl(index) > 600 and direct.pttl(subscribed) > 600
             time.sleep(1.1)
             assert not direct.exists(index) and not direct.exists(subscribed)
+        direct.close()
+
+
+def test_the_harness_redis_keeps_at_most_its_maxmemory_without_evicting() -> None:
+    for server in (RedisServer(), RedisServer(data_dir=Path("/nonexistent"))):
+        command = server.command()
+        assert command[command.index("--maxmemory") + 1] == str(256 * 1024 * 1024)
+        assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
+
+
+def test_many_principals_fill_a_redis_legacy_store_at_its_maxmemory() -> None:
+    with redis_server() as server:
+        direct = redis.Redis.from_url(server.url)
+        used = int(direct.info("memory")["used_memory"])
+        direct.config_set("maxmemory", used + 400_000)
+        capabilities = {"elicitation": {}, "experimental": {"padding": "x" * 15_000}}
+        initialize = {**LEGACY_INITIALIZE, "params": {**LEGACY_INITIALIZE["params"]}}
+        initialize["params"]["capabilities"] = capabilities
+        config = make_config(legacy_store=server.url)
+        with TestClient(create_app(config), base_url=LOCAL) as http:
+            codes = []
+            for n in range(60):
+                auth = {"Authorization": "Bearer " + mint_token(f"user-{n}", JWT_SECRET)}
+                reply = http.post("/mcp", json=initialize, headers=auth)
+                codes.append(reply.status_code)
+                if reply.status_code == 507:
+                    assert reply.json()["error"]["message"] == (
+                        "legacy store full during create_session"
+                    )
+            assert codes[0] == 200 and codes[-1] == 507 and set(codes) == {200, 507}
+            assert store_errors(http, "create_session") == codes.count(507)
         direct.close()
