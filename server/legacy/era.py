@@ -41,6 +41,7 @@ from server.legacy.sessions import SESSION_METHODS, Sessions
 from server.legacy.store import Delivery, Session, SubscriptionLimits
 from server.legacy.store_choice import open_store
 from server.protocol import jsonrpc
+from server.protocol.headers import check_route_headers
 from server.protocol.jsonrpc import Message, RpcError, too_many_requests
 from server.protocol.versions import LEGACY_VERSION
 from server.transport import streamable as transport
@@ -159,6 +160,8 @@ class LegacyEra:
         """Serve one 2025-11-25 message POSTed to /mcp."""
         try:
             message = jsonrpc.parse_message(payload)
+            if isinstance(message, Message):
+                check_route_headers(request.headers, message, required=False)
             if isinstance(message, Message) and message.method == "initialize":
                 return await self.sessions.initialize(message, principal)
             try:

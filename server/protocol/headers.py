@@ -113,8 +113,19 @@ def check_modern_request(
             "Invalid params: clientCapabilities must be an object",
             http_status=400,
         )
+    check_route_headers(headers, message, required=True)
+    return capabilities
+
+
+def check_route_headers(headers: Mapping[str, str], message: Message, *, required: bool) -> None:
+    """Check that `Mcp-Method` and `Mcp-Name` say what the body says (HeaderMismatch, 400).
+
+    A gateway routes on them without reading the body, so a request whose headers say one
+    thing and body another must not pass. The 2026-07-28 era requires them (`required`);
+    the 2025-11-25 era checks them only where a client sends them.
+    """
     method = headers.get(METHOD_KEY)
-    if method is None or method.strip() != message.method:
+    if (method is None and required) or (method is not None and method.strip() != message.method):
         raise RpcError(
             HEADER_MISMATCH, "Mcp-Method header does not match the body's method", http_status=400
         )
@@ -123,13 +134,12 @@ def check_modern_request(
         target = message.params.get(field)
         if isinstance(target, str):
             name = headers.get(NAME_KEY)
-            if name is None or name.strip() != target:
+            if (name is None and required) or (name is not None and name.strip() != target):
                 raise RpcError(
                     HEADER_MISMATCH,
                     f"Mcp-Name header does not match the body's params.{field}",
                     http_status=400,
                 )
-    return capabilities
 
 
 _BASE64_WRAPPED = re.compile(r"=\?base64\?(.*)\?=\Z", re.DOTALL)

@@ -280,8 +280,11 @@ class TaskMethods:
         """Whether a missing task was created in an earlier life of the store's data."""
         created_in = epoch_of(task_id)
         if created_in is None or not self.store.has_epochs:
-            return False  # an id naming an epoch its store never had was never issued here
-        return await self.store.epoch() != created_in
+            return False
+        current = await self.store.epoch()
+        # An id naming an epoch this replica never saw the store in was never issued from
+        # it (a made-up id with a well-formed `.e` part): not found, not "lost".
+        return created_in in self.store.epochs_seen and current != created_in
 
     async def _answer(self, call: Call, task_id: Any, responses: Any) -> TaskRecord:
         """Take the answers that fit open questions; resume the task when none is left.

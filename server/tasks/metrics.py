@@ -65,6 +65,11 @@ class MeteredTaskStore(TaskStore):
         self.metrics = metrics
         self.has_epochs = inner.has_epochs
 
+    @property
+    def epochs_seen(self) -> frozenset[str]:  # type: ignore[override]
+        """The inner store's (it records them as it reads its epoch)."""
+        return self.inner.epochs_seen
+
     async def _counted(self, operation: str, call: Awaitable[T]) -> T:
         try:
             return await call

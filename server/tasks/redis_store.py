@@ -219,7 +219,12 @@ class RedisTaskStore(TaskStore):
             # Part of creating a task: a Redis too full for it is full "during create".
             await self._call("create", self._redis.set(key, secrets.token_hex(4), nx=True))
         found = await self._call("epoch", self._redis.get(key))
-        return None if found is None else _text(found)
+        if found is None:
+            return None
+        epoch = _text(found)
+        if epoch not in self.epochs_seen:
+            self.epochs_seen |= {epoch}  # a new one only when Redis lost its data
+        return epoch
 
     async def durability_problems(self) -> list[str]:
         """What in this Redis's configuration could lose an acknowledged task, as its

@@ -146,6 +146,10 @@ class TaskStore(ABC):
 
     #: Whether the store names the lives of its data (`epoch`); see there.
     has_epochs = False
+    #: The epochs this replica has seen the store in (`epoch`): only a task id naming one
+    #: of them can have been lost with the store's data; an id naming any other epoch was
+    #: made up, and is not found.
+    epochs_seen: frozenset[str] = frozenset()
 
     @abstractmethod
     async def create(self, record: TaskRecord, *, max_live: int = 0) -> None:

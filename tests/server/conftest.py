@@ -68,8 +68,11 @@ def config() -> ServerConfig:
 
 
 @pytest.fixture
-def app(config: ServerConfig) -> Any:
-    return create_app(config)
+def app(config: ServerConfig) -> Iterator[Any]:
+    app = create_app(config)
+    yield app
+    # A client in this process runs no lifespan: the CPU workers a tool started end here.
+    app.state.server.cpu.close()
 
 
 @pytest.fixture
