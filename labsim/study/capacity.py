@@ -45,6 +45,13 @@ from labsim.study.plan import ArchitectureAnswer, Plan
 from labsim.study.plan_inputs import PlanInputs, inputs_table, plan_inputs
 from labsim.study.plan_report import notes
 from labsim.study.plan_request import PlanRequest
+from labsim.study.plan_tools import (
+    ToolFigures,
+    check_names,
+    figures_for,
+    measured_tools,
+    tool_rows,
+)
 from labsim.study.plan_verdict import (
     Verdict,
     binding,
@@ -83,9 +90,11 @@ def first_guess(
     latency with nothing waiting, which the latency guess adds queueing to.
     """
     workload, state, cluster = params.workload, params.state, params.cluster
-    requests = requests_per_call(request.tools, request.tool_mix)
-    questions = questions_per_call(request.tools, request.tool_mix)
-    overhead_s, tool_s = workload.request_overhead_s, workload.round_cpu.mean_s
+    requests = requests_per_call(workload.specs(), workload.tool_mix)
+    questions = questions_per_call(workload.specs(), workload.tool_mix)
+    # The tools' own work per request, on average over the mix (each tool's own, or the
+    # workload's round for a tool without).
+    overhead_s, tool_s = workload.request_overhead_s, workload.tool_cpu_per_call_s() / requests
     if architecture == "mrtr":
         # Every round is a request; a round that asks seals, the retry opens.
         cpu_per_call_s = requests * (overhead_s + tool_s)
@@ -173,7 +182,9 @@ def plan(
     request, shape_note = sold_shape(request)
     inputs = inputs or plan_inputs(architectures=architectures)
     whole = request.whole_round(inputs.measured_round)
-    deployments = {a: _Deployment(request, inputs, a) for a in architectures}
+    measured = measured_tools(inputs.files)
+    check_names(request.tools, measured, ", ".join(f.label() for f in inputs.files[1:]))
+    deployments = {a: _Deployment(request, inputs, a, measured) for a in architectures}
     for a, deployment in deployments.items():
         base = deployment.base
         if base.cluster.base_memory_bytes >= request_memory_bytes(request):
@@ -196,6 +207,7 @@ def plan(
         for a in architectures
     }
     first = next(iter(deployments))
+    targets = {f.name for d in deployments.values() for f in d.figures}
     return Plan(
         # The server work per round as it was resolved, stated or the parameter file's.
         request=dataclasses.replace(
@@ -205,9 +217,16 @@ def plan(
             round_cpu_kind=whole.kind,
         ),
         params=deployments[first].at(_size(walks.get(first))),
-        inputs=tuple(inputs_table(request, inputs, whole, set(stated), shape_note)),
-        notes=tuple(notes(shape_note, answers)),
+        inputs=(
+            *inputs_table(request, inputs, whole, set(stated), shape_note, targets),
+            *tool_rows({a: d.figures for a, d in deployments.items()}),
+        ),
+        notes=(
+            *dict.fromkeys(n for d in deployments.values() for n in d.notes),
+            *notes(shape_note, answers),
+        ),
         architectures=answers,
+        tools={a: d.target_tools for a, d in deployments.items() if d.target_tools},
     )
 
 
@@ -258,16 +277,29 @@ def _size(walk: Walk | None) -> int:
 class _Deployment:
     """One architecture's simulated deployment at any fleet size: its parameters (the
     files and `--set`) with the request's workload, its round split into the request's
-    overhead and the tool's work."""
+    overhead and the tool's work, and the target's tools of the mix as the files measured
+    them in the era the architecture speaks."""
 
-    def __init__(self, request: PlanRequest, inputs: PlanInputs, architecture: str) -> None:
+    def __init__(
+        self,
+        request: PlanRequest,
+        inputs: PlanInputs,
+        architecture: str,
+        measured: dict[str, dict[str, ToolFigures]] | None = None,
+    ) -> None:
         self.request = request
         self.base = inputs.bases[architecture]
         whole = request.whole_round(inputs.measured_round)
         self.tool, self.overhead_s = split_round(whole, self.base.workload.request_overhead_s)
+        if measured is None:
+            measured = measured_tools(inputs.files)
+        self.figures, self.notes = figures_for(request.tools, measured, architecture)
+        self.target_tools = tuple(f.tool(self.overhead_s) for f in self.figures)
 
     def at(self, replicas: int) -> SimParams:
-        return self.request.params(self.base, replicas, self.tool, self.overhead_s)
+        return self.request.params(
+            self.base, replicas, self.tool, self.overhead_s, self.target_tools
+        )
 
 
 def simulated(

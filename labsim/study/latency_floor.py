@@ -69,9 +69,13 @@ def latency_floor(params: SimParams, architecture: str, seed: int = 0) -> Latenc
     )
     summary = simulate(quiet, architecture, seed).summary
     workload = params.workload
+    requests = requests_per_call(workload.specs(), workload.tool_mix)
     return LatencyFloor(
         p95_ms=summary["p95_latency_s"] * 1e3,
-        requests_per_call=requests_per_call(workload.tools, workload.tool_mix),
-        work_per_request_ms=(workload.request_overhead_s + workload.round_cpu.mean_s) * 1e3,
+        requests_per_call=requests,
+        work_per_request_ms=(
+            workload.request_overhead_s + workload.tool_cpu_per_call_s() / requests
+        )
+        * 1e3,
         wire_per_request_ms=params.cluster.network_rtt_s * 1e3,
     )

@@ -25,14 +25,15 @@ from typing import Any
 
 from labsim.model.checks import ParameterError
 from labsim.model.params import SimParams
+from labsim.model.tools import SimTool
 from labsim.study.plan_inputs import Input, assumptions
 from labsim.study.plan_request import PlanRequest
 
 #: The version of the plan's document this writes; it reads this one and every older one.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The fields each version renamed, by the object of the document that holds them.
 #: Version 2: the think time and the users who never answer, named as the load test
-#: names them.
+#: names them. Version 3 renamed nothing: it added the target's tools (`Plan.tools`).
 RENAMED_IN: dict[int, dict[tuple[str, ...], dict[str, str]]] = {
     2: {
         section: {
@@ -43,6 +44,9 @@ RENAMED_IN: dict[int, dict[tuple[str, ...], dict[str, str]]] = {
         for section in (("request",), ("params", "workload"))
     },
 }
+
+
+_TOOLS = dict[str, tuple[SimTool, ...]]
 
 
 class PlanFormatError(ValueError):
@@ -202,6 +206,8 @@ class Plan:
     #: The command that made it.
     command: str = ""
     elapsed_s: float | None = None
+    #: The target's tools of the mix each architecture simulated (none before version 3).
+    tools: dict[str, tuple[SimTool, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def assumptions(self) -> list[str]:
@@ -219,6 +225,7 @@ class Plan:
             "assumptions": self.assumptions,
             "notes": list(self.notes),
             "architectures": {a: answer.to_json() for a, answer in self.architectures.items()},
+            "tools": {a: [dataclasses.asdict(t) for t in ts] for a, ts in self.tools.items()},
         }
         if self.elapsed_s is not None:
             document["elapsed_s"] = self.elapsed_s
@@ -229,7 +236,7 @@ class Plan:
         """The plan in a decoded document; a `PlanFormatError` names what is wrong."""
         fields = _upgraded(_object(document, source), source)
         known = {"version", "command", "request", "params", "inputs", "assumptions", "notes"}
-        _no_others(fields, {*known, "architectures", "elapsed_s"}, source)
+        _no_others(fields, {*known, "architectures", "elapsed_s", "tools"}, source)
         request = _request(_field(fields, "request", source), f"{source}: request")
         params = _params(_field(fields, "params", source), f"{source}: params")
         answers = _object(_field(fields, "architectures", source), f"{source}: architectures")
@@ -246,6 +253,7 @@ class Plan:
             elapsed_s=_read(float | None, fields, "elapsed_s", source)
             if "elapsed_s" in fields
             else None,
+            tools=_read(_TOOLS, fields, "tools", source) if "tools" in fields else {},
         )
         # Derived from the inputs, and read only to be sure the document is whole.
         _read(tuple[str, ...], fields, "assumptions", source)

@@ -7,12 +7,12 @@ every one with its kind, so that an assumption is never mistaken for a measureme
 
 The parameter file given with `--params` is laid over the lab's own: a figure it does
 not give (a server seen from outside shows no held memory) keeps the lab's measurement,
-and says so.
+and says so: borrowed from the lab's own server.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,8 +110,11 @@ def inputs_table(
     whole_round: ServiceTime,
     stated: set[str],
     shape_note: str = "",
+    target_tools: Collection[str] = (),
 ) -> list[Input]:
-    """Every figure the plan rests on, with its kind and source."""
+    """Every figure the plan rests on, with its kind and source. With `target_tools` (the
+    mix's tools a parameter file measured, whose figures `labsim.study.plan_tools` lists)
+    the server work per round is the demo tools'."""
     base = next(iter(inputs.bases.values()))
     cluster, workload, state = base.cluster, base.workload, base.state
 
@@ -132,7 +135,7 @@ def inputs_table(
             return STATED, "stated: --set"
         for file in reversed(inputs.files):
             if name in file.values or any(p.endswith("." + name) for p in file.values):
-                return MEASURED, file.label()
+                return MEASURED, _label(file, inputs)
         return ASSUMED, "assumption: no parameter file gives it"
 
     rows: list[tuple[str, str, tuple[str, str]]] = [
@@ -149,7 +152,11 @@ def inputs_table(
             given("never_answer_share"),
         ),
         ("tool mix", tool_mix_text(request.tools, request.tool_mix), given("tools")),
-        ("server work per round", whole_round.describe(), _round_source(request, inputs, stated)),
+        (
+            "server work per round" + (", demo tools" if target_tools else ""),
+            whole_round.describe(),
+            _round_source(request, inputs, stated),
+        ),
         (
             "of which the request's overhead",
             f"{workload.request_overhead_s * 1e3:.3g} ms",
@@ -273,7 +280,15 @@ def _base_memory_source(inputs: PlanInputs) -> tuple[str, str]:
     file = next((f for f in reversed(inputs.files) if f.base_memory_bytes is not None), None)
     if file is None:
         return ASSUMED, "assumption: no parameter file gives it"
-    return MEASURED, file.label() + ", replica"
+    return MEASURED, _label(file, inputs) + ", replica"
+
+
+def _label(file: Measurement, inputs: PlanInputs) -> str:
+    """Where a figure of `file` comes from: the file, or, when the plan was given another
+    file that lacks the figure, the lab's own server it was borrowed from."""
+    if len(inputs.files) > 1 and file is inputs.files[0]:
+        return f"borrowed from the lab's own server: {file.label()}"
+    return file.label()
 
 
 def assumptions(table: list[Input]) -> list[str]:

@@ -10,6 +10,7 @@ parameter file measured; a field left at None takes it from there.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from labsim.model.demand import (
 )
 from labsim.model.deployment import ClusterParams
 from labsim.model.params import SimParams
+from labsim.model.tools import TOOLS, SimTool, target_tool
 from labsim.model.workload import MAX_CALLS_PER_RUN
 from server.flags import flags_of, named_values, setting
 
@@ -40,11 +42,17 @@ def flag_of(name: str) -> str:
 
 
 def parse_tool_mix(text: str) -> dict[str, tuple[Any, ...]]:
-    """`NAME=SHARE,...` as the `tools` and `tool_mix` fields (a share that is no number
-    stays text, and the request refuses it)."""
+    """`NAME=WEIGHT,...` as the `tools` and `tool_mix` fields: weights as shares of the
+    calls (`book_room=3,transfer=1` is 0.75 and 0.25; shares that sum to 1 stay as they
+    are). A weight that is no number stays text, and the request refuses it."""
     mix: dict[str, Any] = {}
     for name, share in named_values(text).items():
         mix[name] = number_or_text(share)
+    weights = list(mix.values())
+    if all(isinstance(w, int | float) and w >= 0 for w in weights) and sum(weights) > 0:
+        total = sum(weights)
+        if not math.isclose(total, 1.0):
+            mix = {name: weight / total for name, weight in mix.items()}
     return {"tools": tuple(mix), "tool_mix": tuple(mix.values())}
 
 
@@ -85,7 +93,8 @@ class PlanRequest:
     )
     tools: tuple[str, ...] = setting(
         WorkloadParams.tools,
-        help="NAME=SHARE,... of the simulated tools",
+        help="NAME=WEIGHT,... of the simulated tools (weights as shares of the calls): the demo "
+        "tools, or the tools the --params file measured, by their own names",
         flag="--tool-mix",
         parse=parse_tool_mix,
         format=tool_mix_text,
@@ -173,9 +182,12 @@ class PlanRequest:
             )
         if not all(isinstance(share, int | float) for share in self.tool_mix):
             raise ParameterError(f"tool shares must be numbers, got {self.tool_mix!r}")
-        # The workload's own checks: known tools, shares summing to 1, a sane think time.
+        # The workload's own checks: shares summing to 1, a sane think time. A name the
+        # demo catalogue lacks may be a tool of the parameter file, which the plan checks
+        # when it reads the file (`labsim.study.plan_tools.check_names`).
+        others = tuple(target_tool(name, 1) for name in self.tools if name not in TOOLS)
         try:
-            WorkloadParams(**self.workload_fields())
+            WorkloadParams(**self.workload_fields(), target_tools=others)
         except ParameterError as error:
             raise ParameterError(
                 f"{error} (--tool-mix, --think-time-sigma, --never-answer)"
@@ -240,12 +252,19 @@ class PlanRequest:
         return stated_round(measured, self.round_cpu_ms, self.round_cpu_cv, self.round_cpu_kind)
 
     def params(
-        self, base: SimParams, replicas: int, tool_cpu: ServiceTime, overhead_s: float
+        self,
+        base: SimParams,
+        replicas: int,
+        tool_cpu: ServiceTime,
+        overhead_s: float,
+        target_tools: tuple[SimTool, ...] = (),
     ) -> SimParams:
         """The simulated deployment of `replicas` replicas under this workload: `base` (the
-        parameter file and `--set`) with what the request says put in."""
+        parameter file and `--set`) with what the request says put in, and the target's
+        tools of the mix as measured."""
         return base.with_overrides(
             **self.workload_fields(),
+            target_tools=target_tools,
             round_cpu=tool_cpu,
             request_overhead_s=overhead_s,
             answer_timeout_s=self.answer_timeout_s,
@@ -269,6 +288,7 @@ SET_BY_REQUEST = {
     "think_time_sigma": "--think-time-sigma",
     "tools": "--tool-mix",
     "tool_mix": "--tool-mix",
+    "target_tools": "--params (the file's tools)",
     "never_answer_share": "--never-answer",
     "round_cpu": "--round-cpu-ms, --round-cpu-cv, --round-cpu-kind",
     "answer_timeout_s": "--answer-timeout-s",

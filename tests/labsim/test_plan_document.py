@@ -69,8 +69,10 @@ def test_the_document_keeps_its_shape(made: Plan) -> None:
     assert document["version"] == FORMAT_VERSION
     assert list(document) == [
         "version", "command", "request", "params", "inputs", "assumptions", "notes",
-        "architectures", "elapsed_s",
+        "architectures", "tools", "elapsed_s",
     ]  # fmt: skip
+    # A plan of the demo tools simulated no tool of a target.
+    assert document["tools"] == {} and document["params"]["workload"]["target_tools"] == []
     mrtr = document["architectures"]["mrtr"]
     # The fleet's figures sit in the answer itself, as verify-plan and the notebooks read them.
     assert mrtr["replicas"] == 1 and mrtr["meets"] is True and "use" in mrtr
@@ -84,6 +86,13 @@ def test_a_newer_format_version_is_refused(made: Plan) -> None:
         document = made.to_json() | {"version": version}
         with pytest.raises(PlanFormatError, match=re.escape(f"format version {version!r}")):
             Plan.from_json(document)
+
+
+def test_a_plan_of_format_version_2_is_read_without_the_targets_tools(made: Plan) -> None:
+    document = copy.deepcopy(made.to_json())
+    document["version"] = 2
+    del document["tools"], document["params"]["workload"]["target_tools"]
+    assert Plan.from_json(document) == made
 
 
 def test_a_plan_of_an_older_format_version_is_read_with_todays_names(made: Plan) -> None:
