@@ -63,6 +63,7 @@ class CiGate:
             rates,
             self.plan.slo_p95_ms,
             self.plan.max_error_share,
+            self.plan.predict_round_ms,
         )
 
 

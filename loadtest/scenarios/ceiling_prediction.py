@@ -2,8 +2,9 @@
 
 Beside the ceiling a swarm found (`--find-ceiling --params FILE`), labsim's planner is asked
 the same question at each rate the swarm stepped through: the run's architecture and
-replicas, its tool mix, its tool work per round plus the server's own per request (the
-parameter file's overhead), its think time, and the SLO (p95 latency and the share of
+replicas (a CPU worker of a replica one vCPU), its tool mix, its tool work per round plus
+the server's own per request (the parameter file's overhead; or the round as measured on
+the replicas, `--predict-round-ms`), its think time, and the SLO (p95 latency and the share of
 calls that complete). The simulated ceiling is the last rate that met it before the
 first that did not. The CPU target of a plan is left out (1.0): a ceiling is where the
 SLO breaks, not where a planner would add a replica.
@@ -11,6 +12,7 @@ SLO breaks, not where a planner would add a replica.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from labsim.model import measured
@@ -31,9 +33,12 @@ def predicted_ceiling(
     rates_per_s: list[float],
     slo_p95_ms: float,
     max_error_share: float,
+    round_ms: float | None = None,
 ) -> dict[str, Any]:
     """The simulated ceiling among `rates_per_s` (ascending) and each rate's simulated p95
-    and completed share, up to the first rate that broke the SLO."""
+    and completed share, up to the first rate that broke the SLO. `round_ms` is the server
+    work of a round as measured on the replicas; without it, the run's tool work and the
+    parameter file's request overhead."""
     arch = config.arch
     inputs = plan_inputs(measured.load(params_path), architectures=(arch,))
     base = inputs.bases[arch]
@@ -52,13 +57,15 @@ def predicted_ceiling(
             never_answer_share=config.never_answer_share,
             tools=tools,
             tool_mix=tuple(config.tool_mix[t] / total for t in tools),
-            round_cpu_ms=config.tool_cpu_ms + overhead_ms,
+            round_cpu_ms=round_ms or config.tool_cpu_ms + overhead_ms,
             round_cpu_cv=config.tool_cpu_cv,
             round_cpu_kind=config.tool_cpu_kind,
             answer_timeout_s=config.answer_timeout_s,
             target_cpu_utilization=1.0,
             measure_s=MEASURE_S,
         )
+        if config.cpu_workers:  # a replica's CPU workers are its vCPUs; else labsim's replica
+            request = dataclasses.replace(request, vcpus_per_replica=float(config.cpu_workers))
         params = simulated(request, arch, config.replicas, inputs)
         runs = run_many([RunSpec(params, arch, 0)], processes=1).to_dict("records")
         verdict = judge(request, config.replicas, runs, base.cluster.base_memory_bytes)

@@ -1,8 +1,11 @@
 """Load as engineers shape it: how many users run at each second of a swarm.
 
-Each shape is a Locust `LoadTestShape`: its `tick()` says, at the run's current second,
-how many users should run and how fast to start the missing ones, or None when the run
-is over. The headless swarm asks it once a second (`loadtest.swarm.runner`).
+Each shape keeps Locust's `LoadTestShape` contract: its `tick()` says, at the run's current
+second, how many users should run and how fast to start the missing ones, or None when
+the run is over. The headless swarm hands it to Locust as a `LoadTestShape`
+(`loadtest.swarm.shaped_run.locust_shape`) and asks it once a second. Kept free of Locust
+itself, whose import patches the process with gevent, so that the command line and the
+tests can read a schedule without it.
 
     ramp    from none to --users over --ramp-s, then --users until --duration
     step    --step-users more every --step-s, up to --users, until --duration
@@ -13,9 +16,8 @@ is over. The headless swarm asks it once a second (`loadtest.swarm.runner`).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
-
-from locust import LoadTestShape
 
 #: Users started per second when a shape asks for more at once (a step, a spike).
 BURST_SPAWN_RATE = 100.0
@@ -36,10 +38,25 @@ class ShapeSettings:
     spike_s: float = 5.0
 
 
-class LabShape(LoadTestShape):
-    """A shape of the lab's: its settings, and a clock the tests can set."""
+class Schedule:
+    """Load over time with Locust's `LoadTestShape` contract: a clock from the run's start
+    (`reset_time`, `get_run_time`) and `tick()`."""
 
-    abstract = True
+    def __init__(self) -> None:
+        self.start_time = time.perf_counter()
+
+    def reset_time(self) -> None:
+        self.start_time = time.perf_counter()
+
+    def get_run_time(self) -> float:
+        return time.perf_counter() - self.start_time
+
+    def tick(self) -> tuple[int, float] | None:
+        raise NotImplementedError
+
+
+class LabShape(Schedule):
+    """A shape of the lab's: users over the run's time, from its settings."""
 
     def __init__(self, settings: ShapeSettings) -> None:
         super().__init__()

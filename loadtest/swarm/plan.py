@@ -110,6 +110,13 @@ class SwarmPlan:
         help="--find-ceiling: a labsim parameter file; the simulation's ceiling for the same "
         "replicas, tool work and SLO is printed beside the one found",
     )
+    predict_round_ms: float | None = setting(
+        None,
+        metavar="MS",
+        help="--find-ceiling --params: the server work of one round the simulation assumes, "
+        "as measured on these replicas (default: --tool-cpu-ms and the parameter file's "
+        "request overhead)",
+    )
     start_users: bool = setting(
         False,
         help="with the web UI, start the users at once rather than wait for its start form; "

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from locust import LoadTestShape
-
+from loadtest.swarm.load_shapes import Schedule
 from loadtest.swarm.tool_table import error_share, percentiles_ms
 
 
@@ -34,7 +33,7 @@ class CeilingSearch:
         return round(self.rate_step_per_s * step, 6)
 
 
-class RateSteps(LoadTestShape):
+class RateSteps(Schedule):
     """Arrival streams of `rate_step_per_s` each, one more every `step_s`: `tick()` gives
     the streams of the current step, None after the last or once `broken()` says the step
     just ended broke the SLO."""

@@ -15,7 +15,7 @@ from gevent.event import Event
 from locust import LoadTestShape
 
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.swarm.load_shapes import ShapeSettings, shape_of
+from loadtest.swarm.load_shapes import Schedule, ShapeSettings, shape_of
 from loadtest.swarm.plan import SwarmPlan
 from loadtest.swarm.rate_ceiling import CeilingSearch, RateSteps, ended_broke
 
@@ -53,7 +53,7 @@ def shape_for(
     plan: SwarmPlan,
     started: Callable[[], float],
     calls: Callable[[], list[dict[str, Any]]],
-) -> LoadTestShape | None:
+) -> Schedule | None:
     """The run's shape, or None for a run of fixed load. The ceiling's steps stop once the
     calls that ended in a step (`calls()`, from the run's start `started()`) broke the SLO."""
     if plan.find_ceiling:
@@ -79,8 +79,32 @@ def shape_for(
     return None
 
 
-def drive(runner: Any, shape: LoadTestShape, stop: Event) -> None:
-    """Follow the shape until its `tick()` says the run is over (or Ctrl-C)."""
+class _LocustShape(LoadTestShape):
+    """A schedule of the lab's as Locust's own shape class."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        super().__init__()
+        self.schedule = schedule
+
+    def reset_time(self) -> None:
+        super().reset_time()
+        self.schedule.reset_time()
+
+    def tick(self) -> tuple[int, float] | None:
+        return self.schedule.tick()
+
+
+def locust_shape(schedule: Schedule) -> LoadTestShape:
+    """The schedule as a Locust `LoadTestShape` (what `Environment.shape_class` holds)."""
+    return _LocustShape(schedule)
+
+
+def drive(runner: Any, schedule: Schedule, stop: Event) -> None:
+    """Follow the schedule, as Locust's shape, until its `tick()` says the run is over
+    (or Ctrl-C)."""
+    shape = locust_shape(schedule)
+    runner.environment.shape_class = shape
+    shape.runner = runner
     shape.reset_time()
     last = None
     while not stop.is_set():

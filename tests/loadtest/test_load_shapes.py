@@ -1,0 +1,100 @@
+"""Each load shape's schedule as Locust asks for it (tick() at each second), and the
+ceiling's steps: their rates, their figures, where the SLO broke."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from loadtest.swarm.load_shapes import LabShape, ShapeSettings, shape_of
+from loadtest.swarm.rate_ceiling import CeilingSearch, RateSteps, ceiling, ceiling_lines
+
+
+def schedule(shape: Any, seconds: int) -> list[Any]:
+    """tick() at each whole second of the run, as Locust's shape worker asks."""
+    ticks = []
+    for t in range(seconds):
+        shape.get_run_time = lambda t=t: float(t)
+        ticks.append(shape.tick())
+    return ticks
+
+
+def users(shape: LabShape, seconds: int) -> list[int | None]:
+    return [None if tick is None else tick[0] for tick in schedule(shape, seconds)]
+
+
+def test_ramp_reaches_its_users_over_the_ramp_then_holds_until_the_end() -> None:
+    ramp = shape_of("ramp", ShapeSettings(users=10, duration_s=8, ramp_s=5))
+    assert users(ramp, 9) == [1, 2, 4, 6, 8, 10, 10, 10, None]
+
+
+def test_step_adds_its_users_every_step_up_to_the_most() -> None:
+    step = shape_of("step", ShapeSettings(users=5, duration_s=10, step_s=3, step_users=2))
+    assert users(step, 11) == [2, 2, 2, 4, 4, 4, 5, 5, 5, 5, None]
+
+
+def test_spike_jumps_for_its_length_then_comes_back() -> None:
+    spike = shape_of(
+        "spike", ShapeSettings(users=2, duration_s=8, spike_users=12, spike_at_s=3, spike_s=2)
+    )
+    assert users(spike, 9) == [2, 2, 2, 12, 12, 2, 2, 2, None]
+    assert schedule(spike, 4)[3] == (12, 100.0)  # a spike starts its users at once
+
+
+def test_soak_ramps_then_holds_its_users_for_the_whole_run() -> None:
+    soak = shape_of("soak", ShapeSettings(users=4, duration_s=600, ramp_s=4))
+    ticks = users(soak, 601)
+    assert ticks[:5] == [1, 1, 2, 3, 4] and set(ticks[4:600]) == {4} and ticks[600] is None
+
+
+SEARCH = CeilingSearch(
+    rate_step_per_s=2.0, step_s=5.0, max_steps=4, slo_p95_ms=100.0, max_error_share=0.01
+)
+
+
+def test_the_ceilings_steps_add_one_stream_each_step_until_the_last() -> None:
+    steps = RateSteps(SEARCH)
+    assert [t if t is None else t[0] for t in schedule(steps, 21)] == [1] * 5 + [2] * 5 + [
+        3
+    ] * 5 + [4] * 5 + [None]
+    assert [SEARCH.rate_of(k) for k in (1, 2, 3, 4)] == [2.0, 4.0, 6.0, 8.0]
+
+
+def test_the_ceilings_steps_stop_after_the_first_that_broke() -> None:
+    judged: list[int] = []
+    steps = RateSteps(SEARCH, broken=lambda step: judged.append(step) or step == 2)
+    ticks = schedule(steps, 15)
+    assert ticks[:10] == [(1, 1.0)] * 5 + [(2, 2.0)] * 5 and ticks[10] is None
+    assert judged == [1, 2] and steps.judged == 2
+
+
+def call(started: float, latency_ms: float, outcome: str = "completed") -> dict[str, Any]:
+    return {"started": started, "ended": started + latency_ms / 1e3, "outcome": outcome,
+            "latency_ms": latency_ms}  # fmt: skip
+
+
+def test_the_ceiling_is_the_last_step_that_held_before_the_first_that_broke() -> None:
+    t0 = 1000.0
+    calls = (
+        [call(t0 + i * 0.5, 40) for i in range(10)]  # step 1: fast
+        + [call(t0 + 5 + i * 0.25, 60) for i in range(20)]  # step 2: within the SLO
+        + [call(t0 + 10 + i * 0.2, 400) for i in range(25)]  # step 3: too slow
+        + [call(t0 + 15 + i * 0.2, 40) for i in range(25)]  # step 4 held, but after a break
+    )
+    found = ceiling(SEARCH, calls, t0, 4)
+    assert found["ceiling_rate_per_s"] == 4.0 and found["broke_at_step"] == 3
+    assert [s["held"] for s in found["steps"]] == [True, True, False, True]
+    assert found["steps"][1] == {
+        "step": 2, "rate_per_s": 4.0, "started": 20, "completed": 20, "failed": 0, "lost": 0,
+        "p95_ms": 60.0, "error_share": 0.0, "held": True,
+    }  # fmt: skip
+    assert "ceiling: 4 calls/s" in ceiling_lines(found)[-1]
+
+
+@pytest.mark.parametrize("outcome", ["failed", "lost"])
+def test_a_step_with_too_many_errors_breaks_however_fast(outcome: str) -> None:
+    calls = [call(1000 + i * 0.1, 10) for i in range(40)] + [call(1001, 10, outcome)]
+    found = ceiling(SEARCH, calls, 1000.0, 1)
+    assert found["ceiling_rate_per_s"] is None and found["steps"][0]["error_share"] > 0.01
+    assert "the first step broke" in ceiling_lines(found)[-1]
