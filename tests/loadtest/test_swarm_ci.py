@@ -1,0 +1,89 @@
+"""`python -m loadtest swarm` for CI and shaped load, live against the lab's cluster:
+--fail-if's exit status each way, --html with the lab's summary, a shape's users over
+time, and --find-ceiling's ceiling against the simulation's for the same replicas."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from labsim.model.measured import DEFAULT_PATH
+from server.harness.process import free_port
+
+pytestmark = pytest.mark.integration
+
+SWARM = [sys.executable, "-m", "loadtest", "swarm", "--headless", "--replicas", "1"]
+#: crunch's work per call, on the replica's event loop (not in CPU workers, which run at a
+#: lower priority and starve on a busy machine): one worker, as the simulation's one vCPU.
+CRUNCH = ["--tools", "crunch=1", "--tool-cpu-ms", "20", "--cpu-inline-max-ms", "1000"]
+CRUNCH += ["--cpu-workers", "1", "--workers", "0"]
+
+
+def swarm(args: list[str], tmp_path: Path, timeout_s: float = 150) -> subprocess.CompletedProcess:
+    command = [*SWARM, "--master-port", str(free_port()), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, cwd=tmp_path)
+
+
+def summary_of(path: Path) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))
+
+
+def test_a_threshold_crossed_at_the_end_exits_1_and_says_which(tmp_path: Path) -> None:
+    args = ["--workers", "0", "--users", "2", "--duration", "4", "--json", "run.json"]
+    done = swarm([*args, "--fail-if", "p95_ms>0", "--fail-if", "error_share>0.5"], tmp_path)
+    assert done.returncode == 1, done.stderr[-3000:]
+    p95 = summary_of(tmp_path / "run.json")["latency_ms"]["p95"]
+    assert f"fail-if: p95_ms>0 holds (p95_ms = {p95:g})" in done.stdout
+    assert "error_share>0.5" not in done.stdout
+
+
+def test_no_threshold_crossed_exits_0_and_the_html_report_has_the_labs_summary(
+    tmp_path: Path,
+) -> None:
+    args = ["--workers", "0", "--users", "2", "--duration", "4", "--html", "report.html"]
+    done = swarm([*args, "--fail-if", "p95_ms>60000", "--fail-if", "error_share>0.5"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "fail-if" not in done.stdout
+    page = (tmp_path / "report.html").read_text()
+    assert "MRTR Lab summary" in page and "calls/s" in page and "locust" in page.lower()
+
+
+def test_a_step_shape_runs_more_users_at_each_step(tmp_path: Path) -> None:
+    args = ["--workers", "0", "--shape", "step", "--users", "6", "--step-users", "2"]
+    done = swarm([*args, "--step-s", "3", "--duration", "9", "--json", "run.json"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "step shape up to 6 users for 9 s" in done.stderr
+    timeline = summary_of(tmp_path / "run.json")["timeline"]
+    # Closed loop: calls completed per second go with the users calling (2, then 4, then 6).
+    first, last = (sum(row["completed"] for row in timeline[a:b]) for a, b in ((0, 3), (6, 9)))
+    assert last >= 2 * first > 0, timeline
+
+
+def test_the_ceiling_found_is_the_simulations_for_the_same_replicas(tmp_path: Path) -> None:
+    """The round measured on the replica at a low rate goes to the simulation (a parameter
+    X
+    of what one replica serves until the SLO (four rounds' time at p95) breaks."""
+    low = swarm([*CRUNCH, "--rate", "2", "--duration", "8", "--json", "low.json"], tmp_path)
+    assert low.returncode == 0, low.stderr[-3000:]
+    round_ms = summary_of(tmp_path / "low.json")["per_tool"]["crunch"]["p50_ms"]
+    step_per_s = max(0.5, round(1e3 / round_ms / 8, 2))
+    args = [*CRUNCH, "--rate", str(step_per_s), "--find-ceiling", "--step-s", "4"]
+    args += ["--max-steps", "12", "--slo-p95-ms", f"{4 * round_ms:.0f}"]
+    args += ["--params", str(DEFAULT_PATH), "--predict-round-ms", f"{round_ms:.3f}"]
+    done = swarm([*args, "--json", "ceiling.json"], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = summary_of(tmp_path / "ceiling.json")
+    steps, rate = found["steps"], found["ceiling_rate_per_s"]
+    assert [s["rate_per_s"] for s in steps] == [
+        round(step_per_s * k, 6) for k in range(1, len(steps) + 1)
+    ]
+    predicted = found["predicted_ceiling_rate_per_s"]
+    figures = (rate, predicted, round_ms, steps, found["predicted_steps"])
+    assert rate is not None and predicted is not None, figures
+    assert abs(rate - predicted) <= 0.25 * predicted, figures
+    assert f"ceiling: {rate:g} calls/s" in done.stdout
