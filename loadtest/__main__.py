@@ -14,6 +14,7 @@
     python -m loadtest calibrate --show a.json b.json   # stored reports as Markdown tables
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
     python -m loadtest verify-plan plan.json [--arch A] [--duration S] [--json out.json]
+    python -m loadtest doctor URL [URL ...] [--balancer URL] [--json out.json]  # MRTR-ready?
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import argparse
 import signal
 from typing import Any
 
-from loadtest.cli import bench, calibration, runs, verification
+from loadtest.cli import bench, calibration, diagnosis, runs, verification
 from loadtest.config import LoadTestError
 
 
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_commands(commands)
     calibration.add_commands(commands)
     verification.add_commands(commands)
+    diagnosis.add_commands(commands)
     return parser
 
 

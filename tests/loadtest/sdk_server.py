@@ -10,11 +10,16 @@
 
 Run: `python tests/loadtest/sdk_server.py PORT [legacy-only]`; it serves
 `http://127.0.0.1:PORT/mcp`, with `legacy-only` as a server of the 2025-11-25 era alone.
+Two replicas share their requestState key and name unless told otherwise: the environment
+variable `SDK_SERVER_NAME` names the server (the state's audience), and `SDK_STATE_KEY`
+gives the key, or `own` for a key of the process's own (the SDK's default when it is given
+none).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -26,9 +31,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 
+STATE_KEY = os.environ.get("SDK_STATE_KEY", "a test key of thirty-two bytes!!")
 server = MCPServer(
-    "rooms-and-money",
-    request_state_security=RequestStateSecurity(keys=["a test key of thirty-two bytes!!"]),
+    os.environ.get("SDK_SERVER_NAME", "rooms-and-money"),
+    request_state_security=(
+        RequestStateSecurity.ephemeral()
+        if STATE_KEY == "own"
+        else RequestStateSecurity(keys=[STATE_KEY])
+    ),
 )
 
 BOOKING_FORM = {
