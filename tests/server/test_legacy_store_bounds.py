@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from starlette.testclient import TestClient
 
@@ -68,6 +69,7 @@ def test_many_principals_fill_the_memory_store_cap_not_the_replica() -> None:
         assert open_session(http, "user-9")
 
 
+@pytest.mark.integration
 def test_a_principals_index_of_sessions_expires_with_its_last_used_session() -> None:
     with redis_server() as server:
         config = make_config(legacy_store=server.url, legacy_session_ttl_s=1.0)
@@ -96,6 +98,7 @@ def test_the_harness_redis_keeps_at_most_its_maxmemory_without_evicting() -> Non
         assert command[command.index("--maxmemory-policy") + 1] == "noeviction"
 
 
+@pytest.mark.integration
 def test_many_principals_fill_a_redis_legacy_store_at_its_maxmemory() -> None:
     with redis_server() as server:
         direct = redis.Redis.from_url(server.url)

@@ -109,6 +109,7 @@ def drip(sock: socket.socket, data: bytes, chunk_bytes: int, every_s: float) -> 
     return first_bytes(sock)
 
 
+@pytest.mark.integration
 def test_a_burst_then_silence_is_cut_when_its_bytes_run_out(replica: ServerProcess) -> None:
     # 16 KiB with the head, then nothing: 2 s at 8 KiB/s, not the 16 s a second per KiB gave.
     body = padded_list(BODY_BYTES)
@@ -121,6 +122,7 @@ def test_a_burst_then_silence_is_cut_when_its_bytes_run_out(replica: ServerProce
     assert 1.6 < waited_s < 4
 
 
+@pytest.mark.integration
 def test_a_drip_just_under_the_rate_is_cut_at_the_whole_requests_deadline(
     replica: ServerProcess,
 ) -> None:
@@ -136,6 +138,7 @@ def test_a_drip_just_under_the_rate_is_cut_at_the_whole_requests_deadline(
     assert 0.8 < waited_s < 3
 
 
+@pytest.mark.integration
 def test_bytes_sent_with_the_head_count_towards_the_rate(replica: ServerProcess) -> None:
     # 60 KiB with the head earn 7.5 s: the last 4 KiB, 1.5 s later (past the 1 s), is served.
     body = padded_list(BODY_BYTES)
@@ -146,6 +149,7 @@ def test_bytes_sent_with_the_head_count_towards_the_rate(replica: ServerProcess)
         assert first_bytes(sock).startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.integration
 def test_a_whole_body_sent_with_its_head_is_served(replica: ServerProcess) -> None:
     body = padded_list(BODY_BYTES)
     with connect(replica.port) as sock:
@@ -153,6 +157,7 @@ def test_a_whole_body_sent_with_its_head_is_served(replica: ServerProcess) -> No
         assert first_bytes(sock).startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.integration
 def test_a_slow_body_above_the_rate_is_served_past_the_whole_requests_time(
     replica: ServerProcess,
 ) -> None:
@@ -167,6 +172,7 @@ def test_a_slow_body_above_the_rate_is_served_past_the_whole_requests_time(
     assert answer.startswith(b"HTTP/1.1 200")
 
 
+@pytest.mark.integration
 def test_a_later_request_on_an_old_connection_has_its_own_deadline(
     replica: ServerProcess,
 ) -> None:
