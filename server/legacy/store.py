@@ -221,6 +221,9 @@ class MemoryStore(LegacyStore):
         self._charged: dict[str, int] = {}
         #: principal -> ids of its sessions (for the per-principal cap)
         self._of_principal: dict[str, set[str]] = {}
+        #: principal -> the bytes of the URIs its sessions subscribe to (its cap's count,
+        #: kept as they change so a subscription costs the same however many there are)
+        self._subscribed_of: dict[str, int] = {}
         self._waiting = WaitingCalls()
         self._next_purge = 0.0
 
@@ -272,16 +275,13 @@ class MemoryStore(LegacyStore):
             raise SubscriptionRefused(
                 "subscriptions_per_session", limits.max_per_session, would_be=count
             )
-        if limits.max_bytes_per_principal:
-            total = uri_bytes(uri) + sum(
-                uri_bytes(one)
-                for session_id in self._of_principal.get(kept.principal, ())
-                for one in self._sessions[session_id][0].subscriptions
-            )
-            if total > limits.max_bytes_per_principal:
-                limit = limits.max_bytes_per_principal
-                raise SubscriptionRefused("subscription_bytes_per_principal", limit, would_be=total)
+        size = uri_bytes(uri)
+        total = self._subscribed_of.get(kept.principal, 0) + size
+        if limits.max_bytes_per_principal and total > limits.max_bytes_per_principal:
+            limit = limits.max_bytes_per_principal
+            raise SubscriptionRefused("subscription_bytes_per_principal", limit, would_be=total)
         self._charge(kept.session_id, _subscribed_bytes(uri), "subscribe_resource")
+        self._subscribed_of[kept.principal] = total
         kept.subscriptions = sorted({*kept.subscriptions, uri})
 
     async def unsubscribe(self, session: Session, uri: str) -> None:
@@ -289,6 +289,15 @@ class MemoryStore(LegacyStore):
         if entry is not None and uri in entry[0].subscriptions:
             entry[0].subscriptions = [one for one in entry[0].subscriptions if one != uri]
             self._charge(session.session_id, -_subscribed_bytes(uri), "unsubscribe_resource")
+            self._unsubscribed(entry[0].principal, uri_bytes(uri))
+
+    def _unsubscribed(self, principal: str, size: int) -> None:
+        """Take `size` bytes of URIs off a principal's count (forgotten at none)."""
+        left = self._subscribed_of.get(principal, 0) - size
+        if left > 0:
+            self._subscribed_of[principal] = left
+        else:
+            self._subscribed_of.pop(principal, None)
 
     async def subscriptions(self, session_id: str) -> list[str]:
         entry = self._sessions.get(session_id)
@@ -306,6 +315,9 @@ class MemoryStore(LegacyStore):
         if entry is None:
             return False
         self.stored_bytes -= self._charged.pop(session_id, 0)
+        if entry[0].subscriptions:
+            size = sum(uri_bytes(one) for one in entry[0].subscriptions)
+            self._unsubscribed(entry[0].principal, size)
         mine = self._of_principal.get(entry[0].principal, set())
         mine.discard(session_id)
         if not mine:
