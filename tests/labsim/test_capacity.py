@@ -250,7 +250,7 @@ def test_a_shape_fargate_does_not_sell_is_rounded_up_and_said() -> None:
         ({"rate_per_s": 0}, "--rate"),
         ({"rate_per_s": 1e9}, "--rate"),
         ({"measure_s": 1e12}, "--measure-s"),
-        ({"tools": ("get_weather", "teleport"), "tool_mix": (0.5, 0.5)}, "--tool-mix"),
+        ({"tools": ("get_weather", "teleport"), "tool_mix": (0.5, 0.7)}, "--tool-mix"),
         ({"target_cpu_utilization": 1.5}, "--target-cpu"),
         ({"slo_completed_share": 0.0}, "--slo-completed"),
         ({"replications": 0}, "--replications"),
@@ -261,6 +261,14 @@ def test_a_shape_fargate_does_not_sell_is_rounded_up_and_said() -> None:
 def test_an_impossible_request_is_refused_naming_its_flag(bad: dict, flag: str) -> None:
     with pytest.raises(ParameterError, match=flag):
         PlanRequest(**bad)
+
+
+def test_a_tool_neither_demo_nor_measured_is_refused_before_any_run() -> None:
+    # A name the demo catalogue lacks may be a parameter file's tool: the plan, which
+    # reads the file, refuses it.
+    request = PlanRequest(tools=("get_weather", "teleport"), tool_mix=(0.5, 0.5))
+    with pytest.raises(ParameterError, match=r"--tool-mix: unknown tools \['teleport'\]"):
+        plan(request, architectures=("mrtr",))
 
 
 def test_the_round_is_stated_or_measured() -> None:
