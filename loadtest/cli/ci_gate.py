@@ -70,7 +70,7 @@ class CiGate:
 def ci_gate(args: argparse.Namespace, config: LoadTestConfig, plan: SwarmPlan) -> CiGate:
     """The swarm's CI gate from its flags, refused before the run when it cannot be judged."""
     try:
-        thresholds = [parse_threshold(text, list(config.tool_mix)) for text in args.fail_if]
+        thresholds = [parse_threshold(text, list(config.tool_mix)) for text in args.fail_if or []]
     except ThresholdError as error:
         raise LoadTestError(str(error)) from None
     earlier = None

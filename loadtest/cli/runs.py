@@ -117,7 +117,6 @@ def _add_swarm(commands: Any) -> None:
     options.add_argument(
         "--fail-if",
         action="append",
-        default=[],
         metavar="EXPR",
         help="exit 1 when this holds at the end of a headless run, e.g. p95_ms>500, "
         "error_share>0.01, TOOL.p95_ms>=800 (operators > >= < <= ==); repeatable",
