@@ -105,6 +105,8 @@ class McpServer:
             workers=config.cpu_workers,
             inline_max_ms=config.cpu_inline_max_ms,
             max_calls_per_principal=config.max_cpu_calls_per_principal,
+            max_calls=config.max_cpu_calls_per_replica,
+            on_full=self.metrics.totals_reached.labels("cpu_calls").inc,
             # The modules whose functions the workers run, imported as each one starts.
             preload=(spend_cpu.__module__, crunch_units.__module__),
         )
@@ -160,6 +162,7 @@ class McpServer:
             self.task_worker,
             result_wait_s=config.task_result_wait_s,
             max_result_waits_per_principal=config.max_task_result_waits_per_principal,
+            max_result_waits=config.max_task_result_waits_per_replica,
             list_page_size=config.task_list_page_size,
             anonymous=ANONYMOUS,
             max_answers_bytes=config.max_task_arguments_bytes,

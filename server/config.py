@@ -206,6 +206,15 @@ class ServerConfig(AccessConfig):
         "tasks/get); 0: no limit",
         metavar="N",
     )
+    # Many principals must not together hold what each alone may not: well under
+    # --max-connections, so /healthz and other callers keep connections of their own.
+    max_task_result_waits_per_replica: int = setting(
+        256,
+        help="seed tasks/result calls all principals together may have waiting on working "
+        "tasks at once on this replica; beyond it tasks/result answers at once (still "
+        "working: poll tasks/get), counted in mcp_replica_totals_reached_total; 0: no limit",
+        metavar="N",
+    )
     # Two processes for a two-core laptop; `server.core.cpu_pool` says why processes.
     cpu_workers: int = setting(
         2,
@@ -228,12 +237,28 @@ class ServerConfig(AccessConfig):
         "this replica; more get HTTP 429; 0: no limit",
         metavar="N",
     )
+    # Each running call has one slice (25 ms) queued at most: 64 are under a second of
+    # queue for two workers, and 64 connections.
+    max_cpu_calls_per_replica: int = setting(
+        64,
+        help="CPU-bound tool calls all principals together may run in the worker processes "
+        "at once on this replica; more get HTTP 429 (-32029), counted in "
+        "mcp_replica_totals_reached_total; 0: no limit",
+        metavar="N",
+    )
     # On by default, sized for one person's client: every anonymous caller is one principal,
     # so the load test gives each simulated user a token of its own.
     max_held_calls_per_principal: int = setting(
         32,
         help="legacy calls one principal may hold open at once (each holds tens of kilobytes "
         "and a connection while nobody answers); more get HTTP 429; 0: no limit",
+        metavar="N",
+    )
+    # Half of --max-connections: held streams never take every connection.
+    max_held_calls_per_replica: int = setting(
+        1024,
+        help="legacy calls all principals together may hold open at once on this replica; "
+        "more get HTTP 429 (-32029), counted in mcp_replica_totals_reached_total; 0: no limit",
         metavar="N",
     )
     max_sessions_per_principal: int = setting(
@@ -363,6 +388,9 @@ class ServerConfig(AccessConfig):
             self.max_tasks_per_principal,
             self.max_task_result_waits_per_principal,
             self.max_cpu_calls_per_principal,
+            self.max_task_result_waits_per_replica,
+            self.max_cpu_calls_per_replica,
+            self.max_held_calls_per_replica,
             self.max_subscriptions_per_session,
             self.max_subscription_uri_bytes,
             self.max_subscription_bytes_per_principal,

@@ -24,6 +24,9 @@ such work runs elsewhere:
 - **within a cap per caller**: one principal runs at most `max_calls_per_principal` calls
   in the pool at once on a replica; the next is refused with HTTP 429, so a caller's
   share of the workers is bounded and the queue is at most one slice per running call.
+- **within a cap per replica**: all principals together run at most `max_calls` (HTTP
+  429 beyond, and `on_full` is told), so many principals, each within its own cap, cannot
+  together queue more than the workers clear in a moment.
 
 Work estimated at `inline_max_ms` or less (a quarter of a millisecond by default) runs on
 the loop: a hand-off costs about that much. More does not, however small it looks: one
@@ -96,12 +99,19 @@ class CpuPool:
         workers: int,
         inline_max_ms: float,
         max_calls_per_principal: int,
+        max_calls: int = 0,
+        on_full: Callable[[], None] = lambda: None,
         preload: Sequence[str] = (),
     ) -> None:
         self.workers = workers
         self.inline_max_ms = inline_max_ms
         #: 0: no limit.
         self.max_calls_per_principal = max_calls_per_principal
+        #: Calls of all principals together; 0: no limit.
+        self.max_calls = max_calls
+        self.on_full = on_full
+        #: Calls in the pool now, all principals together.
+        self.total = 0
         self.preload = tuple(preload)
         #: Calls in the pool now, by principal (principals with none are not kept).
         self.running: dict[str, int] = {}
@@ -119,7 +129,8 @@ class CpuPool:
 
     @contextlib.contextmanager
     def share(self, principal: str) -> Iterator[None]:
-        """One call of `principal` in the pool, for the `with` block; 429 beyond its cap."""
+        """One call of `principal` in the pool, for the `with` block; 429 beyond its cap or
+        the replica's."""
         cap = self.max_calls_per_principal
         held = self.running.get(principal, 0)
         if cap and held >= cap:
@@ -127,10 +138,19 @@ class CpuPool:
                 f"Too many CPU-heavy calls at once: at most {cap} per caller on this server",
                 cap,
             )
+        if self.max_calls and self.total >= self.max_calls:
+            self.on_full()
+            raise too_many_requests(
+                f"This server runs as many CPU-heavy calls as it may ({self.max_calls}, all "
+                "callers together): try again shortly",
+                self.max_calls,
+            )
         self.running[principal] = held + 1
+        self.total += 1
         try:
             yield
         finally:
+            self.total -= 1
             left = self.running[principal] - 1
             if left:
                 self.running[principal] = left

@@ -77,6 +77,15 @@ class ServerMetrics:
             ["store", "cap"],
             registry=self.registry,
         )
+        self.totals_reached = Counter(
+            "mcp_replica_totals_reached",
+            "Calls refused (or, for tasks/result, answered without waiting) because this "
+            "replica's total of that kind, all principals together, was reached",
+            ["limit"],
+            registry=self.registry,
+        )
+        for limit in ("task_result_waits", "held_calls", "cpu_calls"):
+            self.totals_reached.labels(limit)  # shown from the start, at 0
         self.in_flight = Gauge(
             "mcp_in_flight_requests", "Requests being served now", registry=self.registry
         )

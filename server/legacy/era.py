@@ -260,6 +260,15 @@ class LegacyEra:
                 "answer or cancel one first",
                 limit,
             )
+        total = self.config.max_held_calls_per_replica
+        if total and len(self.held) >= total:
+            # Many principals, each within its own limit, must not hold every connection.
+            self.server_metrics.totals_reached.labels("held_calls").inc()
+            raise too_many_requests(
+                f"This server holds as many calls open as it may ({total}, all callers "
+                "together): try again shortly",
+                total,
+            )
         held = HeldCall(session.session_id, call.message.id, call.principal)
         call.notify = held.emit
         call.channel = SseChannel(self.asking, held, session)

@@ -154,6 +154,10 @@ class HeldCalls:
         """Stop counting a call: its task has ended."""
         self._calls.discard(held)
 
+    def __len__(self) -> int:
+        """How many calls this replica holds open, all principals together."""
+        return len(self._calls)
+
     def held_by(self, principal: str) -> int:
         """How many calls `principal` holds open on this replica."""
         return sum(1 for held in self._calls if held.principal == principal)

@@ -89,6 +89,7 @@ class TaskMethods:
         *,
         result_wait_s: float,
         max_result_waits_per_principal: int = 0,
+        max_result_waits: int = 0,
         list_page_size: int = 50,
         anonymous: str | None = None,
         max_answers_bytes: int,
@@ -100,7 +101,10 @@ class TaskMethods:
         self.worker = worker
         self.result_wait_s = result_wait_s
         self.result_waits = ResultWaits(
-            wait_s=result_wait_s, max_per_principal=max_result_waits_per_principal
+            wait_s=result_wait_s,
+            max_per_principal=max_result_waits_per_principal,
+            max_total=max_result_waits,
+            on_full=metrics.totals_reached.labels("task_result_waits").inc,
         )
         self.list_page_size = list_page_size
         #: The principal of callers without a token. They all share it, so their tasks are

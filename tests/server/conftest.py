@@ -40,7 +40,13 @@ LEGACY_INITIALIZE: dict[str, Any] = {
 
 def make_config(**overrides: Any) -> ServerConfig:
     """A test configuration with fixed keys and secret."""
-    options: dict[str, Any] = {"state_keys": (KEY_A,), "jwt_secret": JWT_SECRET}
+    options: dict[str, Any] = {
+        "state_keys": (KEY_A,),
+        "jwt_secret": JWT_SECRET,
+        # An app in this process runs no lifespan to stop CPU workers: the demo tools' few
+        # milliseconds stay on the loop; the CPU pool's tests set their own bound.
+        "cpu_inline_max_ms": 10.0,
+    }
     options.update(overrides)
     return ServerConfig(**options)
 

@@ -23,10 +23,13 @@ from server.tools.crunch import CRUNCH_MAX_UNITS, crunch_start, crunch_units
 from server.tools.quote import QUOTE_MAX_CPU_MS
 from tests.server.conftest import make_config
 from tests.server.tasks_fixtures import start_replica, token
+from tests.server.test_safe_defaults import DEFAULT
 
 #: HAProxy's health-check timeout in the lab's cluster: a slower /healthz marks a replica down.
 CHECK_TIMEOUT_S = 2.0
 ANSWER = Handlers(elicit=lambda params: accept(name="octocat"))
+#: The server's own bound on CPU work kept on the loop (the tests' configuration raises it).
+DEFAULT_INLINE_MAX_MS = DEFAULT["cpu_inline_max_ms"]
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +122,7 @@ def test_a_crunch_in_the_workers_sheds_at_the_same_units_with_the_same_digest() 
 
 
 def test_a_small_quote_stays_on_the_loop() -> None:
-    app = create_app(make_config())
+    app = create_app(make_config(cpu_inline_max_ms=DEFAULT_INLINE_MAX_MS))
     with MrtrClient.for_app(app, handlers=ANSWER) as client:
         client.call_tool("quote", {"cpu_ms": 0.1})
     assert not app.state.server.cpu.started  # no worker process was needed
@@ -127,9 +130,9 @@ def test_a_small_quote_stays_on_the_loop() -> None:
 
 @pytest.mark.integration
 def test_a_quote_of_ten_milliseconds_runs_in_the_workers() -> None:
-    # Well above the quarter millisecond the loop keeps: at a caller's full rate, 10 ms on
-    # the loop per call is time every other request waits.
-    app = create_app(make_config())
+    # Well above the quarter millisecond the loop keeps by default: at a caller's full
+    # rate, 10 ms on the loop per call is time every other request waits.
+    app = create_app(make_config(cpu_inline_max_ms=DEFAULT_INLINE_MAX_MS))
     try:
         with MrtrClient.for_app(app, handlers=ANSWER) as client:
             assert "octocat" in client.call_tool("quote", {"cpu_ms": 10}).text
