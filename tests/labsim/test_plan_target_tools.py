@@ -15,6 +15,7 @@ from labsim.study.capacity import first_guess, plan, simulated
 from labsim.study.plan import Plan
 from labsim.study.plan_inputs import MEASURED, plan_inputs
 from labsim.study.plan_request import PlanRequest, parse_tool_mix
+from labsim.study.plots.plan import plan_uses
 
 pytestmark = pytest.mark.slow
 
@@ -116,6 +117,9 @@ def test_a_targets_mix_is_planned_under_its_own_names(target_file: Path) -> None
     document = json.loads(json.dumps(answer.to_json()))
     assert [t["name"] for t in document["tools"]["mrtr"]] == ["book_form", "crunch_numbers"]
     assert Plan.from_json(document) == answer
+    # The figure names them too.
+    figure = plan_uses(answer)
+    assert figure.texts[0].get_text() == "300 calls/s: book_form 50%, crunch_numbers 50%"
 
 
 def test_a_name_neither_measured_nor_demo_is_refused_naming_both(target_file: Path) -> None:

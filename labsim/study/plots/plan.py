@@ -1,6 +1,7 @@
 """A plan drawn: each constraint's use of its limit, at the answer and one replica fewer.
 
-One panel per architecture, a pair of bars per constraint (CPU, memory, connections,
+Over the panels, the workload planned: its rate and its tools by their own names. One
+panel per architecture, a pair of bars per constraint (CPU, memory, connections,
 latency, completion): the fleet the plan answers, and the one just smaller. The limit is
 the line at 1: the answer's bars stay under it, one fewer's break through where it
 fails. A use past the panel's top (a call that never completed makes latency's
@@ -54,6 +55,7 @@ def plan_uses(plan: Plan) -> Figure:
         ax.set_title(title + f"binding {answer.binding}")
         ax.legend(fontsize="small", loc="upper left")
     axes[0].set_ylabel("use of the limit (1 = the limit)")
+    fig.suptitle(_workload(plan), fontsize="medium")
     fig.tight_layout()
     return fig
 
@@ -61,3 +63,12 @@ def plan_uses(plan: Plan) -> Figure:
 def _drawn(use: float | None) -> float:
     """A use as drawn: capped at the panel's top (None is an infinite use, a miss)."""
     return _TOP if use is None else min(use, _TOP)
+
+
+def _workload(plan: Plan) -> str:
+    """The workload planned, its tools by their own names: `50 calls/s: book_room 60%, ...`."""
+    request = plan.request
+    mix = ", ".join(
+        f"{name} {share:.0%}" for name, share in zip(request.tools, request.tool_mix, strict=True)
+    )
+    return f"{request.rate_per_s:g} calls/s: {mix}"
