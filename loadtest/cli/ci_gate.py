@@ -53,18 +53,24 @@ class CiGate:
         return 1 if failing else 0
 
     def _prediction(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """The simulation's ceiling at the rates the swarm steps through; what kept the
+        simulation from answering (a tool it does not model, a file it cannot read) is
+        said in the summary rather than lose the run's figures."""
         from loadtest.scenarios.ceiling_prediction import predicted_ceiling
 
         step = self.config.rate_per_s
         rates = [round(step * k, 6) for k in range(1, self.plan.max_steps + 1)]
-        return predicted_ceiling(
-            str(self.plan.params),
-            self.config,
-            rates,
-            self.plan.slo_p95_ms,
-            self.plan.max_error_share,
-            self.plan.predict_round_ms,
-        )
+        try:
+            return predicted_ceiling(
+                str(self.plan.params),
+                self.config,
+                rates,
+                self.plan.slo_p95_ms,
+                self.plan.max_error_share,
+                self.plan.predict_round_ms,
+            )
+        except (ValueError, OSError) as error:
+            return {"predicted_ceiling_rate_per_s": None, "prediction_error": str(error)}
 
 
 def ci_gate(args: argparse.Namespace, config: LoadTestConfig, plan: SwarmPlan) -> CiGate:

@@ -244,8 +244,8 @@ def run_swarm(args: argparse.Namespace) -> int:
     config = target_config(args) if args.target else config_from(args)
     if args.join:
         return run_workers(config, args.join, args.workers)
-    if not args.headless and (args.fault or args.json or args.fail_if or args.html):
-        flags = ("--fault", "--json", "--fail-if", "--html")
+    if not args.headless and (args.fault or args.json or args.fail_if or args.html or args.compare):
+        flags = ("--fault", "--json", "--fail-if", "--html", "--compare")
         given = [flag for flag in flags if getattr(args, flag[2:].replace("-", "_"))]
         raise LoadTestError(
             f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} --headless: "

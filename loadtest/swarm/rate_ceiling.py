@@ -141,6 +141,10 @@ def ceiling_lines(found: dict[str, Any]) -> list[str]:
         lines.append(
             "no step broke the SLO: the ceiling is above the last rate tried (--max-steps)"
         )
+    if found.get("prediction_error"):
+        lines.append(f"simulation: no ceiling: {found['prediction_error']}")
+    elif found.get("predicted_steps") and found.get("predicted_ceiling_rate_per_s") is None:
+        lines.append("simulation: the same replicas miss the SLO from the first rate")
     if found.get("predicted_ceiling_rate_per_s") is not None:
         lines.append(
             "simulation: the same replicas meet the SLO up to "

@@ -98,3 +98,12 @@ def test_a_step_with_too_many_errors_breaks_however_fast(outcome: str) -> None:
     found = ceiling(SEARCH, calls, 1000.0, 1)
     assert found["ceiling_rate_per_s"] is None and found["steps"][0]["error_share"] > 0.01
     assert "the first step broke" in ceiling_lines(found)[-1]
+
+
+def test_the_ceiling_says_the_simulations_beside_it_or_why_there_is_none() -> None:
+    calls = [call(1000 + i * 0.1, 10) for i in range(40)]
+    found = ceiling(SEARCH, calls, 1000.0, 1)
+    beside = ceiling_lines({**found, "predicted_ceiling_rate_per_s": 6.0, "predicted_steps": [1]})
+    assert beside[-1] == "simulation: the same replicas meet the SLO up to 6 calls/s"
+    refused = ceiling_lines({**found, "prediction_error": "no tool 'book_room'"})
+    assert refused[-1] == "simulation: no ceiling: no tool 'book_room'"
