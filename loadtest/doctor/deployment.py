@@ -58,6 +58,11 @@ class Deployment:
         return self.replicas[0] if len(self.replicas) == 1 else None
 
     @property
+    def way_in(self) -> str:
+        """Where the limits are met: the balancer, else the first URL given."""
+        return self.balancer or self.replicas[0]
+
+    @property
     def urls(self) -> list[str]:
         """Every URL given, the balancer last."""
         return [*self.replicas, *([self.balancer] if self.balancer else [])]

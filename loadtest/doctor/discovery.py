@@ -11,6 +11,9 @@ from loadtest.doctor.settings import Examination
 from loadtest.target import Auth, TargetError, TargetTool, discover
 from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 
+#: Calls of each tool tried first, before more calls of every tool.
+FIRST_ATTEMPTS = 2
+
 
 def examine(replicas: list[str], auth: Auth, settings: Examination) -> Deployment:
     """The deployment at `replicas` (and the settings' balancer), each URL discovered and
@@ -31,8 +34,8 @@ def examine(replicas: list[str], auth: Auth, settings: Examination) -> Deploymen
 def _asking_tool(deployment: Deployment) -> TargetTool | None:
     """The tool `--tool` names, or the first (by name) whose call carries a `requestState`
     (2026-07-28), else the first whose call asks a question (on its first round, or on
-    its stream when 2025-11-25 alone is spoken), tried at the first URL: one call of each
-    tool first, then more calls of those that asked (their arguments may decide)."""
+    its stream when 2025-11-25 alone is spoken), tried at the first URL: a few calls of
+    each tool first, then more (their arguments may decide whether they ask)."""
     target = next(iter(deployment.targets.values()))
     if deployment.settings.tool:
         return target.tool(deployment.settings.tool)
@@ -43,23 +46,20 @@ def _asking_tool(deployment: Deployment) -> TargetTool | None:
             if LEGACY_VERSION in target.eras and _asks_on_stream(deployment, url):
                 return deployment.tool
         return None
-    asking: list[TargetTool] = []
-    for name in sorted(target.tools):
-        deployment.tool = target.tools[name]
-        try:
-            first = deployment.start(url)
-            if first.asked:
-                asking.append(deployment.tool)
-                if deployment.start_sealed(url, attempts=1) is not None:
+    usable = dict(target.tools)
+    for attempts in (FIRST_ATTEMPTS, SEALED_ATTEMPTS):
+        for name in sorted(usable):
+            deployment.tool = usable[name]
+            try:
+                if deployment.start_sealed(url, attempts=attempts) is not None:
                     return deployment.tool
-        except TargetError:
-            continue  # a schema nothing can be drawn from: not a tool to examine with
-    for tool in asking:
-        deployment.tool = tool
-        if deployment.start_sealed(url, attempts=SEALED_ATTEMPTS - 1) is not None:
-            return tool
-    deployment.tool = asking[0] if asking else None
-    return deployment.tool
+            except TargetError:
+                del usable[name]  # a schema nothing can be drawn from: not one to call
+    for name in sorted(usable):
+        deployment.tool = usable[name]
+        if deployment.start(url).asked:
+            return deployment.tool
+    return None
 
 
 def _asks_on_stream(deployment: Deployment, url: str) -> bool:

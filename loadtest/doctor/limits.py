@@ -1,4 +1,5 @@
-"""The limits a caller meets, probed cheaply and each bounded in time: how many requests
+"""The limits a caller meets at the way in (the balancer, else the first replica), probed
+cheaply and each bounded in time: how many requests
 per second one principal may send, how large a body may be, and how many calls may be
 open at once. What was seen is reported; a limit is no failure, only a fact to plan with.
 """
@@ -39,9 +40,7 @@ def rate(deployment: Deployment) -> Finding:
     """`limit-rate`: `server/discover` requests one principal sends back to back, until
     refused or the probe's time is up."""
     name = "limit-rate"
-    url = deployment.entry
-    if url is None:
-        return not_checked(name, "no balancer given (--balancer URL)")
+    url = deployment.way_in
     headers, body = _discover(deployment)
     started = time.perf_counter()
     deadline = started + deployment.settings.limit_probe_s
@@ -70,9 +69,7 @@ def rate(deployment: Deployment) -> Finding:
 def body_size(deployment: Deployment) -> Finding:
     """`limit-body`: the largest body accepted and the first refused."""
     name = "limit-body"
-    url = deployment.entry
-    if url is None:
-        return not_checked(name, "no balancer given (--balancer URL)")
+    url = deployment.way_in
     accepted = 0
     deadline = time.perf_counter() + deployment.settings.limit_probe_s
     with deployment.http() as http:
@@ -100,9 +97,9 @@ def concurrent_calls(deployment: Deployment) -> Finding:
     """`limit-concurrency`: calls opened at once by one principal, and how many were met
     by a refusal."""
     name = "limit-concurrency"
-    url = deployment.entry
-    if url is None or deployment.tool is None:
-        return not_checked(name, "no way in (--balancer URL) or no tool that asks")
+    url = deployment.way_in
+    if deployment.tool is None:
+        return not_checked(name, "no tool of the deployment asks a question")
     with ThreadPoolExecutor(CONCURRENT_CALLS) as pool:
         rounds = list(pool.map(lambda _: deployment.start(url), range(CONCURRENT_CALLS)))
     refused = [r for r in rounds if not r.ok]

@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parents[2]
 def doctor(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     """`python -m loadtest doctor ARGS --json F`: its exit status, F, and what it printed."""
     report = tmp_path / "doctor.json"
-    argv = ["doctor", *args, "--think-time-s", "0.5", "--json", str(report)]
+    argv = ["doctor", *args, "--think-time-s", "0.5", "--limit-probe-s", "0.5"]
+    argv += ["--json", str(report)]
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", *argv],
         cwd=REPO,
