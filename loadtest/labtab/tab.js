@@ -45,7 +45,7 @@
       const target = ["crash", "restart"].includes(fault) && replica.value;
       const reply = await fetch("./lab/faults/" + fault, {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: { "Content-Type": "application/json", "X-Lab-Tab": "1" },
         body: JSON.stringify(target ? { replica: target } : {}),
       });
       const answer = await reply.json();

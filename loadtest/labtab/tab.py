@@ -25,6 +25,10 @@ explanations follow each error in Locust's own Failures tab. Routes:
                                    optional `replica` (form, JSON or query); 202 when
                                    started (with `said`, in words), 409 when refused (busy,
                                    or faults come from the operator of a `--target`)
+
+Every request to the UI, the lab's routes and Locust's own, first passes
+`loadtest.labtab.caller`: this machine's `Host`, the UI's own `Origin`, and for a fault the
+header `X-Lab-Tab: 1` the tab's script sends; a refusal is a 403.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any, Protocol
 
 from flask import Blueprint, Response, jsonify, request
 
+from loadtest.labtab import caller
 from loadtest.labtab.control import FaultRefused
 from loadtest.labtab.series import (
     LabSeries,
@@ -192,6 +197,14 @@ def install(web_ui: Any, control: Control, *, sample_every_s: float | None = 1.0
 
     app = web_ui.app
     app.register_blueprint(lab)
+
+    @app.before_request
+    def admit() -> tuple[Response, int] | None:
+        """Refuse a request from another page or a rebound name (`caller`)."""
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        why = caller.refusal(request.method, request.path, headers)
+        return (jsonify({"error": f"Forbidden: {why}"}), 403) if why else None
+
     web_ui.template_args["extended_tabs"] = [
         {"title": "Lab", "key": "lab"},
         {"title": "Lab timeline", "key": "lab-timeline"},

@@ -21,6 +21,8 @@ from server.harness.process import ServerProcess, free_port
 
 needs_haproxy = pytest.mark.skipif(not HAProxy.available(), reason="haproxy is not installed")
 SWARM = [sys.executable, "-m", "loadtest", "swarm"]
+#: What the Lab tab's own script sends with a fault (`loadtest.labtab.caller`).
+TAB = {"X-Lab-Tab": "1"}
 
 
 def run_headless(args: list[str], out: Path) -> dict[str, Any]:
@@ -184,21 +186,25 @@ def test_the_lab_routes_upgrade_crash_and_restart_a_running_swarm(ui_swarm: str)
         return sum(r["swarm_requests"] for r in httpx.get(f"{url}/lab/replicas").json())
 
     wait_for(lambda: swarm_requests() > 0, 15)  # the workers' counts reach the master
-    started = httpx.post(f"{url}/lab/faults/rolling-upgrade", timeout=10)
+    started = httpx.post(f"{url}/lab/faults/rolling-upgrade", headers=TAB, timeout=10)
     assert started.status_code == 202 and started.json()["tool_version"] == 2
-    busy = httpx.post(f"{url}/lab/faults/crash", timeout=10)
+    busy = httpx.post(f"{url}/lab/faults/crash", headers=TAB, timeout=10)
     assert busy.status_code == 409 and "still running" in busy.json()["error"]
     wait_for(lambda: versions(url) == {"r1": 2, "r2": 2}, 60)
 
-    wait_for(lambda: httpx.post(f"{url}/lab/faults/crash", json={"replica": "r2"}).status_code
-             == 202, 30)  # fmt: skip
+    def crash_r2() -> int:
+        return httpx.post(
+            f"{url}/lab/faults/crash", json={"replica": "r2"}, headers=TAB
+        ).status_code
+
+    wait_for(lambda: crash_r2() == 202, 30)
 
     def health() -> dict[str, str]:
         rows = httpx.get(f"{url}/lab/replicas", timeout=10).json()
         return {r["id"]: r["health"] for r in rows}
 
     wait_for(lambda: health()["r2"] == "down", 10)
-    assert httpx.post(f"{url}/lab/faults/restart", timeout=10).json() == {
+    assert httpx.post(f"{url}/lab/faults/restart", headers=TAB, timeout=10).json() == {
         "fault": "restart",
         "replica": "r2",
         "said": "r2 starting again",
@@ -220,7 +226,7 @@ def test_a_swarm_on_a_target_refuses_faults_with_409() -> None:
     tab.install(web_ui, TargetControl(f"http://127.0.0.1:{free_port()}/mcp"), sample_every_s=None)
     client = web_ui.app.test_client()
     for fault in ("rolling-upgrade", "crash", "restart"):
-        refused = client.post(f"/lab/faults/{fault}")
+        refused = client.post(f"/lab/faults/{fault}", headers=TAB)
         assert refused.status_code == 409
         assert "faults come from its operator" in refused.get_json()["error"]
     assert client.get("/lab/replicas").get_json() == []
