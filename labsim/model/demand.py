@@ -144,7 +144,7 @@ class WorkloadParams:
         if all(tool.round_cpu is None for tool in specs):
             return requests_per_call(specs, self.tool_mix) * self.round_cpu.mean_s
         return sum(
-            share * tool.requests() * (tool.round_cpu or self.round_cpu).mean_s
+            share * tool.mean_requests() * (tool.round_cpu or self.round_cpu).mean_s
             for tool, share in zip(specs, self.tool_mix, strict=True)
         )
 

@@ -80,17 +80,24 @@ class SimTool:
         """Each asking round's questions as a bit mask (see `QUESTION_BITS`)."""
         return self._masks[2 if version == 2 else 1]
 
-    def questions(self, version: int = 1) -> float:
-        """How many questions a call asks when nothing goes wrong (a mean, for a tool of
-        which some calls stop a round short)."""
-        asked = self._counts[2 if version == 2 else 1]
-        if not self.shorter_share:
-            return asked
-        return asked - self.shorter_share * len(self.rounds(version)[-1])
+    def questions(self, version: int = 1) -> int:
+        """How many questions a call asks when nothing goes wrong, every round asked."""
+        return self._counts[2 if version == 2 else 1]
 
-    def requests(self, version: int = 1) -> float:
-        """How many requests (rounds) an MRTR call makes when nothing goes wrong (a mean)."""
-        return len(self.rounds(version)) + 1 - self.shorter_share
+    def requests(self, version: int = 1) -> int:
+        """How many requests (rounds) an MRTR call makes when nothing goes wrong, every
+        round asked."""
+        return len(self.rounds(version)) + 1
+
+    def mean_questions(self, version: int = 1) -> float:
+        """The questions a call asks on average, some calls stopping a round short."""
+        if not self.shorter_share:
+            return self.questions(version)
+        return self.questions(version) - self.shorter_share * len(self.rounds(version)[-1])
+
+    def mean_requests(self, version: int = 1) -> float:
+        """The requests a call makes on average, some calls stopping a round short."""
+        return self.requests(version) - self.shorter_share
 
     def for_call(self, draw: float) -> SimTool:
         """The tool as one call sees it, for a uniform `draw` in [0, 1): stopping one
@@ -237,7 +244,7 @@ def requests_per_call(
     """Mean MRTR requests (rounds of server work) per call of a tool mix, nothing going
     wrong (a tool named stands for the catalogue's)."""
     return sum(
-        share * tool.requests(version) for tool, share in zip(_tools(tools), mix, strict=True)
+        share * tool.mean_requests(version) for tool, share in zip(_tools(tools), mix, strict=True)
     )
 
 
@@ -247,5 +254,5 @@ def questions_per_call(
     """Mean questions asked per call of a tool mix, nothing going wrong (a tool named
     stands for the catalogue's)."""
     return sum(
-        share * tool.questions(version) for tool, share in zip(_tools(tools), mix, strict=True)
+        share * tool.mean_questions(version) for tool, share in zip(_tools(tools), mix, strict=True)
     )
