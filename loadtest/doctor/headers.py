@@ -3,8 +3,9 @@
 protocol version in `_meta`.
 
 Checks: `discover` (each URL answers `server/discover`) and `headers-through-balancer`
-(a call whose `Mcp-Name` disagrees with its body is refused by a replica that reads the
-header; through the balancer it must be refused too, or the balancer dropped it).
+(a call whose `Mcp-Method` or `Mcp-Name` disagrees with its body is refused by a replica
+that reads the header; through the balancer it must be refused too, or the balancer
+dropped it).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import httpx
 from loadtest.doctor.deployment import Deployment, Round
 from loadtest.doctor.finding import Finding, failed, not_checked, passed
 from server.client import Exchange
-from server.protocol.headers import NAME_HEADER
+from server.protocol.headers import METHOD_HEADER, NAME_HEADER
 from server.protocol.versions import MODERN_VERSION
 
-#: The tool name a mismatched `Mcp-Name` header gives.
-MISMATCHED_NAME = "doctor-mismatched-name"
+#: What a mismatched header says, each unlike the body it comes with.
+MISMATCHED = {METHOD_HEADER: "tools/list", NAME_HEADER: "doctor-mismatched-name"}
 
 
 def discover(deployment: Deployment) -> Finding:
@@ -47,8 +48,8 @@ def discover(deployment: Deployment) -> Finding:
     )
 
 
-def _mismatched(deployment: Deployment, url: str) -> Round:
-    """A call whose `Mcp-Name` header names another tool than its body."""
+def _mismatched(deployment: Deployment, url: str, header: str) -> Round:
+    """A call whose `header` (Mcp-Method or Mcp-Name) disagrees with its body."""
     assert deployment.tool is not None
     exchange = Exchange(
         "tools/call",
@@ -57,16 +58,14 @@ def _mismatched(deployment: Deployment, url: str) -> Round:
         token=deployment.auth.token,
     )
     headers, body = exchange.next_request()
-    headers[NAME_HEADER] = MISMATCHED_NAME
-    started = Round(url, exchange, 0)
+    headers[header] = MISMATCHED[header]
+    seen = Round(url, exchange, 0)
     try:
         with deployment.http() as http:
-            response = http.post(url, json=body, headers=headers)
+            seen.status = http.post(url, json=body, headers=headers).status_code
     except httpx.HTTPError as error:
-        started.transport_error = f"{type(error).__name__}: {error}"
-        return started
-    started.status = response.status_code
-    return started
+        seen.transport_error = f"{type(error).__name__}: {error}"
+    return seen
 
 
 def through_balancer(deployment: Deployment) -> Finding:
@@ -85,24 +84,31 @@ def through_balancer(deployment: Deployment) -> Finding:
             "let the balancer pass the Mcp-Method, Mcp-Name and MCP-Protocol-Version "
             "headers and the body unchanged to the replicas",
         )
-    through = _mismatched(deployment, deployment.balancer)
-    direct = [_mismatched(deployment, url) for url in deployment.replicas[:1]]
-    seen = (
-        f"a call through {deployment.balancer} answered ({call.said()}); one whose Mcp-Name "
-        f"disagrees with its body answered HTTP {through.status or through.transport_error}"
-    )
-    if through.status >= 400:
-        return passed(name, seen + ": a replica read the header and refused it")
-    if direct and direct[0].status >= 400:
+    seen = [f"a call through {deployment.balancer} answered ({call.said()})"]
+    dropped, unchecked = [], []
+    for header in MISMATCHED:
+        through = _mismatched(deployment, deployment.balancer, header)
+        answered = f"HTTP {through.status}" if through.status else through.transport_error
+        seen.append(f"one whose {header} disagrees with its body: {answered}")
+        if through.status >= 400:
+            continue  # a replica read the header and refused the mismatch
+        direct = [_mismatched(deployment, url, header) for url in deployment.replicas[:1]]
+        if direct and direct[0].status >= 400:
+            dropped.append(f"{header} (refused by {direct[0].url} itself, HTTP {direct[0].status})")
+        else:
+            unchecked.append(header)
+    if dropped:
         return failed(
             name,
-            seen + f", where {direct[0].url} itself refuses it (HTTP {direct[0].status}): "
-            "the balancer does not pass the Mcp-Name header on",
+            "; ".join(seen) + "; the balancer does not pass on " + ", ".join(dropped),
             "let the balancer pass the Mcp-Method and Mcp-Name headers unchanged "
             "(no header rewriting or allow-list that drops them)",
         )
-    return passed(
-        name,
-        seen + ": the replicas do not check Mcp-Name against the body, so whether "
-        "the header arrives cannot be told; calls with it went through",
-    )
+    if unchecked:
+        seen.append(
+            f"the replicas do not check {' or '.join(unchecked)} against the body, so "
+            "whether it arrives cannot be told; calls with it went through"
+        )
+    else:
+        seen.append("the replicas read both headers through the balancer")
+    return passed(name, "; ".join(seen))
