@@ -18,6 +18,8 @@ import pytest
 
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
+from loadtest.harness.haproxy import Backend, HAProxy, render_config
+from server.harness.process import free_port
 from tests.loadtest.test_target import SdkServer
 
 pytestmark = pytest.mark.integration
@@ -109,3 +111,26 @@ def test_legacy_affinity_fails_round_robin_and_passes_sticky_haproxy(
     if not ready:
         assert "did not complete" in affinity["evidence"]
         assert "cookie" in affinity["fix"] and "Mcp-Session-Id" in affinity["fix"]
+
+
+def test_a_balancer_that_drops_mcp_name_fails_the_headers_check(tmp_path: Path) -> None:
+    with Cluster(LoadTestConfig(arch="sticky", replicas=2)) as cluster:
+        port, socket = free_port(), tmp_path / "dropping.sock"
+        backends = [Backend(name, replica.port) for name, replica in cluster.replicas.items()]
+        config = render_config(lb_port=port, backends=backends, sticky=True, admin_socket=socket)
+        config = config.replace(
+            "    default_backend", "    http-request del-header Mcp-Name\n    default_backend"
+        )
+        dropping = HAProxy(config, tmp_path).start(socket)
+        try:
+            token = cluster.user_headers()["Authorization"].removeprefix("Bearer ")
+            replica = f"http://127.0.0.1:{cluster.replicas['r1'].port}/mcp"
+            options = ["--token", token, "--tool", "get_weather", "--balancer-rounds", "2"]
+            balancer = f"http://127.0.0.1:{port}/mcp"
+            status, report, printed = doctor(tmp_path, replica, "--balancer", balancer, *options)
+        finally:
+            dropping.stop()
+    headers = check(report, "headers-through-balancer")
+    assert status == 1, printed
+    assert not headers["passed"]
+    assert "Mcp-Name header" in headers["evidence"] and "Mcp-Name" in headers["fix"]
