@@ -2,12 +2,13 @@
 
 The plan is read by its own reader, `labsim.study.plan.Plan.from_json`, which refuses a
 plan missing a field with that field's name; what the live check needs of it besides is
-checked here: architectures the lab can run, and a server work per round the plan
-resolved. The workload (arrivals, think time, tools, users who never answer, the server
-work per round), the SLO and the replica's limits come from its `request`; how the
-simulated replica split a round (the request's overhead and the tool's work), how many
-workers it had, and how its client retried from its `params`; each architecture's answer
-(its fleet and whether it meets, and one replica fewer) from its `architectures`.
+checked here: architectures the lab can run, a server work per round the plan resolved,
+and every figure the live check uses within its range (`loadtest.verify.plan_ranges`).
+The workload (arrivals, think time, tools, users who never answer, the server work per
+round), the SLO and the replica's limits come from its `request`; how the simulated
+replica split a round (the request's overhead and the tool's work), how many workers it
+had, and how its client retried from its `params`; each architecture's answer (its fleet
+and whether it meets, and one replica fewer) from its `architectures`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from labsim.study.plan import Plan, PlanFormatError
 from loadtest.config import ARCHITECTURES, LoadTestError
+from loadtest.verify.plan_ranges import check_ranges
 
 
 def read_plan(path: str | Path) -> Plan:
@@ -44,6 +46,7 @@ def parse_plan(document: Any, source: str = "plan") -> Plan:
             + (f"; unknown: {', '.join(unknown)}" if unknown else "")
         )
     round_ms(plan, source)
+    check_ranges(plan, source)
     return plan
 
 
