@@ -7,6 +7,7 @@ doctor  a multi-replica MCP deployment (its replicas and/or its balancer) checke
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from loadtest.cli.options import add_json_option, command_options, write_json
@@ -15,6 +16,8 @@ from server.flags import add_flags, values_from_flags
 
 #: Exit statuses: the deployment is ready for MRTR; it is not.
 READY, NOT_READY = 0, 1
+#: The principals whose tokens the doctor mints with a lab deployment's secret.
+DOCTOR_PRINCIPALS = ("doctor-first-caller", "doctor-second-caller")
 
 
 def add_commands(commands: Any) -> None:
@@ -42,7 +45,8 @@ def add_commands(commands: Any) -> None:
         action="append",
         default=None,
         help="a bearer token for the deployment; give two principals' tokens (twice) to "
-        "check that one's state is refused to the other (default: none)",
+        "check that one's state is refused to the other (default: none, or with "
+        "MRTR_JWT_SECRET set, as for a lab deployment, two principals' tokens minted with it)",
     )
     add_flags(options, Examination)
     add_json_option(options, "write {ready, checks: [{name, passed, evidence, fix}]} here")
@@ -53,13 +57,20 @@ def run_doctor(args: argparse.Namespace) -> int:
     from loadtest.config import LoadTestError
     from loadtest.doctor import diagnose
     from loadtest.target import Auth, TargetError
+    from server.harness.principals import user_token
 
+    # Without a token, a lab deployment's callers mint theirs with its secret: two
+    # principals, so that one's state is tried by the other.
+    secret = os.environ.get("MRTR_JWT_SECRET")
+    tokens = args.token or (
+        [user_token(secret, name) for name in DOCTOR_PRINCIPALS] if secret else None
+    )
     if not args.urls and not args.balancer:
         raise LoadTestError("doctor needs a URL: each replica's, or the balancer's (--balancer)")
     try:
         report = diagnose(
             list(args.urls),
-            Auth.from_options(args.token, None),
+            Auth.from_options(tokens, None),
             Examination(**values_from_flags(Examination, args)),
         )
     except TargetError as error:

@@ -7,6 +7,7 @@ ready for MRTR, 1 when not; the JSON names each check, its evidence and its fix.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,7 +28,9 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 
-def doctor(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+def doctor(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
     """`python -m loadtest doctor ARGS --json F`: its exit status, F, and what it printed."""
     report = tmp_path / "doctor.json"
     argv = ["doctor", *args, "--think-time-s", "0.5", "--limit-probe-s", "0.5"]
@@ -35,6 +38,7 @@ def doctor(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", *argv],
         cwd=REPO,
+        env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
         timeout=120,
@@ -100,11 +104,12 @@ def test_legacy_affinity_fails_round_robin_and_passes_sticky_haproxy(
     tmp_path: Path, arch: str, ready: bool
 ) -> None:
     with Cluster(LoadTestConfig(arch=arch, replicas=2)) as cluster:
-        token = cluster.user_headers()["Authorization"].removeprefix("Bearer ")
         # get_weather asks on the stream and is cheap (the lab's state-carrying quote
-        # spends seconds of CPU a call)
-        options = ["--token", token, "--tool", "get_weather", "--balancer-rounds", "4"]
-        status, report, printed = doctor(tmp_path, "--balancer", cluster.url, *options)
+        # spends seconds of CPU a call); the doctor mints its callers' tokens with the
+        # deployment's secret
+        options = ["--tool", "get_weather", "--balancer-rounds", "4"]
+        secret = {"MRTR_JWT_SECRET": cluster.jwt_secret}
+        status, report, printed = doctor(tmp_path, "--balancer", cluster.url, *options, env=secret)
     affinity = check(report, "affinity")
     assert affinity["passed"] is ready, printed
     assert status == (0 if ready else 1), printed
