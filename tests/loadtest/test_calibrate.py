@@ -11,10 +11,12 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
+from loadtest.calibration import levels
 from loadtest.calibration.calibrate import SPREAD_MIN_ROUNDS, run_calibration
 from loadtest.calibration.disturbance import median_probe, probe_disturbances
 from loadtest.calibration.levels import level_row
@@ -147,6 +149,24 @@ def test_a_wider_service_spread_lengthens_the_simulated_tail() -> None:
     assert wide["throughput_per_s"] == pytest.approx(narrow["throughput_per_s"], rel=0.05)
 
 
+_TWINS: dict[tuple[Any, ...], dict[str, float]] = {}
+
+
+@pytest.fixture
+def twins_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A level's twin is a pure function of its inputs (seeded simulations): the judgment
+    tests below give the same few runs to many levels, so each twin is simulated once for
+    the module and every level reads it."""
+
+    def predict_once(inputs: LiveInputs, arch: str, rate_per_s: float, **kw: Any) -> dict:
+        key = (inputs, arch, rate_per_s, tuple(sorted(kw.items())))
+        if key not in _TWINS:
+            _TWINS[key] = predict_level(inputs, arch, rate_per_s, **kw)
+        return dict(_TWINS[key])
+
+    monkeypatch.setattr(levels, "predict_level", predict_once)
+
+
 def _run(p95_ms: float, service_s: float, wait_s: float = 0.15) -> dict:
     cpu = {"cpu_s": 3.0, "span_s": 10.0, "rounds": 600, "wait_s": wait_s}
     return {
@@ -168,7 +188,7 @@ def _run(p95_ms: float, service_s: float, wait_s: float = 0.15) -> dict:
 
 
 @pytest.mark.slow
-def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
+def test_a_level_is_judged_by_the_medians_of_its_runs(twins_simulated_once: None) -> None:
     runs = [_run(40.0, 0.005), _run(120.0, 0.005), _run(50.0, 0.006)]
     row = level_row(0.5, runs, INPUTS, "sticky", background_per_s=0.03, simulated_calls=3_000)
     p95 = row["p95_ms"]
@@ -188,7 +208,7 @@ def test_a_level_is_judged_by_the_medians_of_its_runs() -> None:
 
 
 @pytest.mark.slow
-def test_a_run_that_met_a_busy_machine_is_left_out_and_flagged() -> None:
+def test_a_run_that_met_a_busy_machine_is_left_out_and_flagged(twins_simulated_once: None) -> None:
     # The second run's replica waited for a CPU 40% of its busy time.
     runs = [_run(40.0, 0.005), _run(120.0, 0.005, wait_s=2.0), _run(50.0, 0.006)]
     row = level_row(0.5, runs, INPUTS, "mrtr", simulated_calls=2_000)
@@ -272,7 +292,7 @@ def test_a_short_sticky_calibration_reports_the_agreed_shape() -> None:
 
 
 @pytest.mark.slow
-def test_a_disturbed_service_spread_leaves_no_level_reported() -> None:
+def test_a_disturbed_service_spread_leaves_no_level_reported(twins_simulated_once: None) -> None:
     from loadtest.calibration.calibrate import Fit, _disturbed
 
     runs = [_run(40.0, 0.005), _run(50.0, 0.005), _run(45.0, 0.006)]
