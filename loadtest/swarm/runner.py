@@ -44,6 +44,7 @@ from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
 from loadtest.labtab import tab
 from loadtest.labtab.control import ClusterControl, FaultRefused, TargetControl
+from loadtest.labtab.web_server import serve_with_head_deadline
 from loadtest.scenarios.summary import summarize
 from loadtest.swarm.call_relay import LOCAL_WORKER, CallCollector
 from loadtest.swarm.locust_stats import (
@@ -236,6 +237,7 @@ def _web_ui(swarm: _Swarm, port: int, stack: contextlib.ExitStack) -> Any:
     """Locust's web UI with the lab's tab, not yet serving; stopped when the swarm ends."""
     web_ui = swarm.env.create_web_ui("127.0.0.1", port, delayed_start=True)
     tab.install(web_ui, swarm.control)
+    serve_with_head_deadline(web_ui)  # a half-sent head is closed, not held for ever
     stack.callback(web_ui.stop)
     return web_ui
 
@@ -319,6 +321,11 @@ def _who_shaped(config: LoadTestConfig, plan: SwarmPlan) -> str:
         return (
             f"finding the ceiling: +{config.rate_per_s:g} calls/s every {plan.step_s:g} s, "
             f"at most {plan.max_steps} steps, SLO p95 <= {plan.slo_p95_ms:g} ms"
+        )
+    if plan.shape == "spike":
+        return (
+            f"spike shape of {config.users} users, {plan.spike_users} from "
+            f"{plan.spike_at_s:g} s for {plan.spike_s:g} s, for {config.duration_s:g} s"
         )
     return f"{plan.shape} shape up to {config.users} users for {config.duration_s:g} s"
 
