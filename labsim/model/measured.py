@@ -27,6 +27,9 @@ The file's format. Every key is read, or refused by name; none is passed over:
   (`labsim.model.demand.split_round`).
 - `replica`: the resident memory of a warmed-up idle replica, and per architecture where
   it was measured apart (a replica of the Redis-backed store holds a client and its pool).
+- `tools`: each tool's figures under its own name, by era (`measure --target` writes
+  them); `labsim plan --tool-mix NAME=W,...` plans those tools under their names and
+  checks their figures (`labsim.study.plan_tools`).
 - `details`, `remeasured`, `command`, `measured_at`, `target`: provenance, kept with the
   figures and printed, not parameters.
 """
@@ -62,7 +65,8 @@ MEASURED_FIELDS: dict[str, type] = {
 #: Keys of the file that say where the figures came from, kept and not read as parameters.
 PROVENANCE = ("command", "measured_at", "target", "details", "remeasured")
 #: Figures per tool, keyed by the tool's own name, then by protocol era (rounds per call,
-#: CPU per round with its spread and kind, bytes per round): kept for what reads a tool's.
+#: CPU per round with its spread and kind, bytes per round): what `labsim plan` simulates
+#: a target's tools by.
 PER_TOOL = "tools"
 #: Every key of the file.
 SECTIONS = ("values", "round_cpu", "replica", PER_TOOL, *PROVENANCE)
