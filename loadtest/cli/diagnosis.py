@@ -48,6 +48,13 @@ def add_commands(commands: Any) -> None:
         "check that one's state is refused to the other (default: none, or with "
         "MRTR_JWT_SECRET set, as for a lab deployment, two principals' tokens minted with it)",
     )
+    options.add_argument(
+        "--workload",
+        default=None,
+        metavar="FILE",
+        help="a workload file (TOML, as swarm --workload reads): the arguments and answers "
+        "it states for the tool the doctor calls (default: all drawn from its schemas)",
+    )
     add_flags(options, Examination)
     add_json_option(options, "write {ready, checks: [{name, passed, evidence, fix}]} here")
     doctor.set_defaults(run=run_doctor)
@@ -56,7 +63,7 @@ def add_commands(commands: Any) -> None:
 def run_doctor(args: argparse.Namespace) -> int:
     from loadtest.config import LoadTestError
     from loadtest.doctor import diagnose
-    from loadtest.target import Auth, TargetError
+    from loadtest.target import Auth, TargetError, read_workload
     from server.harness.principals import user_token
 
     # Without a token, a lab deployment's callers mint theirs with its secret: two
@@ -72,6 +79,7 @@ def run_doctor(args: argparse.Namespace) -> int:
             list(args.urls),
             Auth.from_options(tokens, None),
             Examination(**values_from_flags(Examination, args)),
+            read_workload(args.workload) if args.workload else None,
         )
     except TargetError as error:
         raise LoadTestError(str(error)) from None

@@ -16,7 +16,7 @@ from loadtest.doctor.discovery import examine
 from loadtest.doctor.finding import Finding
 from loadtest.doctor.report import Report
 from loadtest.doctor.settings import Examination
-from loadtest.target import Auth
+from loadtest.target import Auth, Workload
 
 #: The checks in the order they run; the limits last, as a rate limit met there would
 #: refuse the checks after it.
@@ -35,9 +35,12 @@ CHECKS = (
 )
 
 
-def diagnose(urls: list[str], auth: Auth, settings: Examination) -> Report:
-    """The examination of the deployment at `urls`: every check's finding."""
-    deployment = examine(urls, auth, settings)
+def diagnose(
+    urls: list[str], auth: Auth, settings: Examination, workload: Workload | None = None
+) -> Report:
+    """The examination of the deployment at `urls` (its tools called with the workload
+    file's arguments and answers, where one is given): every check's finding."""
+    deployment = examine(urls, auth, settings, workload)
     return Report(tuple(check(deployment) for check in CHECKS))
 
 

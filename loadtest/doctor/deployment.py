@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -25,7 +25,7 @@ from loadtest.target import (
     TargetTool,
     answers_for,
 )
-from loadtest.target.workload import ToolArguments
+from loadtest.target.workload import ToolArguments, Workload
 from server.client import Exchange, McpError, reply_message
 
 #: Calls tried before deciding a tool's calls carry no requestState.
@@ -48,6 +48,8 @@ class Deployment:
     targets: dict[str, Target] = field(default_factory=dict)
     unreachable: dict[str, str] = field(default_factory=dict)
     tool: TargetTool | None = None
+    #: The user's workload file: the arguments and answers it states are used.
+    workload: Workload | None = None
     rng: random.Random = field(default_factory=lambda: random.Random(37))
 
     @property
@@ -73,11 +75,17 @@ class Deployment:
 
     @property
     def answers(self) -> TargetAnswers:
+        """The answers to the tool's questions: drawn valid from each form, the fields the
+        workload file states taken from it, and never a decline or a cancel (a call the
+        doctor makes must reach its end)."""
         assert self.tool is not None
-        return answers_for(self.tool.name, None)
+        drawn = answers_for(self.tool.name, self.workload)
+        table = replace(drawn.table, decline_share=0.0, cancel_share=0.0)
+        return TargetAnswers(table, drawn.workload)
 
     def arguments(self) -> dict[str, Any]:
-        """One call's arguments, drawn from the tool's `inputSchema`."""
+        """One call's arguments, drawn from the tool's `inputSchema` (the ones the workload
+        file states taken from it)."""
         assert self.tool is not None
         return ToolArguments(self.tool, self.answers.table, self.rng).next()
 

@@ -8,18 +8,20 @@ from __future__ import annotations
 from loadtest.doctor.deployment import SEALED_ATTEMPTS, Deployment
 from loadtest.doctor.held_stream import legacy_call
 from loadtest.doctor.settings import Examination
-from loadtest.target import Auth, TargetError, TargetTool, discover
+from loadtest.target import Auth, TargetError, TargetTool, Workload, check_workload, discover
 from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 
 #: Calls of each tool tried first, before more calls of every tool.
 FIRST_ATTEMPTS = 2
 
 
-def examine(replicas: list[str], auth: Auth, settings: Examination) -> Deployment:
+def examine(
+    replicas: list[str], auth: Auth, settings: Examination, workload: Workload | None = None
+) -> Deployment:
     """The deployment at `replicas` (and the settings' balancer), each URL discovered and
     the tool that asks chosen; a `TargetError` when none of them is an MCP server."""
     replicas = [url for url in replicas if url != settings.balancer]
-    deployment = Deployment(list(replicas), settings.balancer, auth, settings)
+    deployment = Deployment(list(replicas), settings.balancer, auth, settings, workload=workload)
     for url in deployment.urls:
         try:
             deployment.targets[url] = discover(url, auth)
@@ -27,6 +29,8 @@ def examine(replicas: list[str], auth: Auth, settings: Examination) -> Deploymen
             deployment.unreachable[url] = str(error)
     if not deployment.targets:
         raise TargetError("; ".join(deployment.unreachable.values()))
+    if workload is not None:
+        check_workload(workload, next(iter(deployment.targets.values())))
     deployment.tool = _asking_tool(deployment)
     return deployment
 

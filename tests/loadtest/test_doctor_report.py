@@ -1,14 +1,20 @@
-"""The doctor's report and the clues it reads without a server: the failed checks first,
-readiness only when every check passed, the JSON's contract, and the key id a sealed
-state shows in the clear (the official Python SDK's `v1.` states, the lab's)."""
+"""The doctor without a server: its report (the failed checks first, readiness only when
+every check passed, the JSON's contract), the key id a sealed state shows in the clear
+(the official Python SDK's `v1.` states, the lab's), and its calls' answers (never a
+decline, whatever the workload file's users do)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mcp.server.request_state import AESGCMRequestStateCodec
 
+from loadtest.doctor.deployment import Deployment
 from loadtest.doctor.finding import failed, not_checked, passed
 from loadtest.doctor.report import Report
+from loadtest.doctor.settings import Examination
 from loadtest.doctor.state import key_fingerprint
+from loadtest.target import Auth, TargetTool, read_workload
 
 
 def test_failed_checks_come_first_and_make_the_deployment_not_ready() -> None:
@@ -53,3 +59,26 @@ def test_the_lab_state_shows_its_key_id_and_an_opaque_state_none() -> None:
     assert key_fingerprint("k2026.AAAAbbbbCCCC") == "k2026"
     assert key_fingerprint("opaque-without-a-dot") is None
     assert key_fingerprint(None) is None
+
+
+def test_the_doctor_answers_every_question_whatever_the_workload_declines(
+    tmp_path: Path,
+) -> None:
+    workload_file = tmp_path / "workload.toml"
+    workload_file.write_text(
+        "decline_share = 0.5\ncancel_share = 0.5\n\n[tools.ask.arguments]\nn = 7\n"
+    )
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    deployment = Deployment(
+        ["http://127.0.0.1:1/mcp"],
+        None,
+        Auth(),
+        Examination(),
+        tool=TargetTool("ask", "asks", schema),
+        workload=read_workload(workload_file),
+    )
+    form = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    question = {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": form}}
+    answers = [deployment.answers("q", question, deployment.rng) for _ in range(20)]
+    assert {a["action"] for a in answers} == {"accept"}
+    assert deployment.arguments() == {"n": 7}
