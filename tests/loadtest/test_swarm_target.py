@@ -77,39 +77,50 @@ def test_every_call_of_the_servers_own_tools_completes_in_each_era(
     assert all(any(line.startswith(name) for line in done.stdout.splitlines()) for name in TOOLS)
 
 
-def test_both_eras_share_the_users_and_a_weighted_mix(
-    sdk_server: SdkServer, tmp_path: Path
-) -> None:
-    out = tmp_path / "swarm.json"
-    done = swarm(
-        sdk_server.url, "--tools", "summarize=1,transfer=1", "--users", "2", "--duration", "3",
-        "--json", str(out), cwd=tmp_path,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(out.read_text())
-    assert set(summary["per_tool"]) == {"summarize", "transfer"}
-    assert {c["arch"] for c in summary["calls"]} == {"mrtr", "legacy"}
-    assert summary["arch"] == "target" and summary["target_tools"] == {
-        "summarize": 1,
-        "transfer": 1,
-    }
-    assert summary["completed"] > 0 and summary["failed"] == summary["lost"] == 0
-
-
-def test_answers_the_server_rejects_are_said_in_its_words(
-    sdk_server: SdkServer, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def mixed_swarm(
+    sdk_server: SdkServer, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One swarm in both eras on a weighted mix of three tools, whose bookings the server
+    rejects (a closed domain in the workload): the run and its JSON summary's path, read by
+    the tests of the mix and of the rejected answers alike."""
+    tmp_path = tmp_path_factory.mktemp("mixed")
     workload = tmp_path / "closed.toml"
     workload.write_text('[tools.book_room.answers]\nemail = "ann@closed.example"\n')
     out = tmp_path / "swarm.json"
     done = swarm(
-        sdk_server.url, "--tools", "book_room=1", "--workload", str(workload), "--users", "2",
-        "--duration", "3", "--json", str(out), cwd=tmp_path,
+        sdk_server.url, "--tools", "summarize=1,transfer=1,book_room=1", "--workload",
+        str(workload), "--users", "2", "--duration", "3", "--json", str(out), cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    return done, out
+
+
+def test_both_eras_share_the_users_and_a_weighted_mix(
+    mixed_swarm: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    summary = json.loads(mixed_swarm[1].read_text())
+    per_tool = summary["per_tool"]
+    assert set(per_tool) == {"summarize", "transfer", "book_room"}
+    assert {c["arch"] for c in summary["calls"]} == {"mrtr", "legacy"}
+    assert summary["arch"] == "target" and summary["target_tools"] == {
+        "summarize": 1,
+        "transfer": 1,
+        "book_room": 1,
+    }
+    # Only the bookings fail: the tools whose answers fit complete every call.
+    assert summary["completed"] > 0 and summary["lost"] == 0
+    assert summary["failed"] == per_tool["book_room"]["failed"]
+    assert per_tool["summarize"]["failed"] == per_tool["transfer"]["failed"] == 0
+
+
+def test_answers_the_server_rejects_are_said_in_its_words(
+    mixed_swarm: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, out = mixed_swarm
     summary = json.loads(out.read_text())
     book = summary["per_tool"]["book_room"]
-    assert summary["completed"] == 0 and book["failed"] == book["calls"] > 0
+    assert book["completed"] == 0 and book["failed"] == book["calls"] > 0
     ((reason, count),) = book["failures"].items()
     assert reason.startswith("answer rejected: ") and REJECTED in reason and count == book["calls"]
     assert f"book_room: {count} x {reason}" in done.stdout
