@@ -183,7 +183,8 @@ class ServerConfig(AccessConfig):
     # The same 10 s as HAProxy's `timeout http-request`, which also counts from the first byte.
     body_timeout_s: float = setting(
         10.0,
-        help="how long a whole request (headers and body) may take from its first byte; a "
+        help="how long a whole request (headers and body) may take from its first byte (or "
+        "the connection's opening, for its first request); a "
         "body still arriving then goes on only while it has averaged "
         "--body-min-rate-bytes-per-s since its head (bytes sent with the head count), and "
         "never longer than its length at that rate past this; a later body gets HTTP 408 and "

@@ -12,8 +12,9 @@ those sockets is cheap to open, so a few thousand of them leave every other clie
   connection opens, and again from the first byte of every later request on it;
 - they may take at most `max_header_bytes` (counted before the parser buffers them) and
   `max_header_count` fields; beyond either the answer is 431 and the connection closes;
-- the whole request, headers and body, has `body_timeout_s` from its first byte (as
-  HAProxy's `timeout http-request` counts); a body still arriving then goes on only while
+- the whole request, headers and body, has `body_timeout_s` from its first byte (from the
+  connection's opening, for its first request, as the header timeout counts; HAProxy's
+  `timeout http-request` counts the same way); a body still arriving then goes on only while
   it has averaged `body_min_rate_bytes_per_s` since its head was complete (the bytes that
   came with the head count), and never past a ceiling: `body_timeout_s` plus the time a
   body of the declared length (or `max_body_bytes`, for a chunked one) takes at that rate.
