@@ -153,7 +153,7 @@ def inputs_table(
         ),
         ("tool mix", tool_mix_text(request.tools, request.tool_mix), given("tools")),
         (
-            "server work per round" + (", demo tools" if target_tools else ""),
+            "server work per round" + _whose_round(request.tools, target_tools),
             whole_round.describe(),
             _round_source(request, inputs, stated),
         ),
@@ -259,6 +259,13 @@ def _round_source(request: PlanRequest, inputs: PlanInputs, stated: set[str]) ->
     if named:
         return STATED, f"stated: {', '.join(named)}; the rest {from_file}"
     return (ASSUMED if unmeasured_spread else MEASURED), from_file
+
+
+def _whose_round(tools: Sequence[str], target_tools: Collection[str]) -> str:
+    """Whose round the server work per round is, when the mix has target tools of their own."""
+    if not target_tools:
+        return ""
+    return ", demo tools" + ("" if set(tools) - set(target_tools) else " (none in the mix)")
 
 
 def _workers(request: PlanRequest) -> str:

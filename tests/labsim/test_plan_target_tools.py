@@ -107,6 +107,7 @@ def test_a_targets_mix_is_planned_under_its_own_names(target_file: Path) -> None
     assert fleet is not None and fleet.replicas >= 3
     assert answer.architectures["mrtr"].binding == "cpu"
     rows = {row.what: row for row in answer.inputs}
+    assert "server work per round, demo tools (none in the mix)" in rows
     assert rows["tool crunch_numbers, 2026-07-28 (mrtr)"].kind == MEASURED
     assert "10 ms" in rows["tool crunch_numbers, 2026-07-28 (mrtr)"].value
     assert rows["tool book_form, 2026-07-28 (mrtr, sticky)"].source.startswith(str(target_file))
