@@ -33,7 +33,7 @@ def doctor(
 ) -> tuple[int, dict[str, Any], str]:
     """`python -m loadtest doctor ARGS --json F`: its exit status, F, and what it printed."""
     report = tmp_path / "doctor.json"
-    argv = ["doctor", *args, "--think-time-s", "0.5", "--limit-probe-s", "0.5"]
+    argv = ["doctor", "--think-time-s", "0.5", "--limit-probe-s", "0.5", *args]
     argv += ["--json", str(report)]
     done = subprocess.run(
         [sys.executable, "-m", "loadtest", *argv],
@@ -139,3 +139,22 @@ def test_a_balancer_that_drops_mcp_name_fails_the_headers_check(tmp_path: Path) 
     assert status == 1, printed
     assert not headers["passed"]
     assert "Mcp-Name header" in headers["evidence"] and "Mcp-Name" in headers["fix"]
+
+
+def test_a_balancer_that_cuts_an_idle_stream_before_the_think_time_fails(
+    tmp_path: Path,
+) -> None:
+    config = LoadTestConfig(
+        arch="sticky", replicas=2, scenario="idle-timeout", think_time_median_s=2.0
+    )
+    with Cluster(config) as cluster:
+        # HAProxy cuts a stream idle for lb_idle_timeout_s; the users think longer
+        think_s = str(config.lb_idle_timeout_s + 1.0)
+        options = ["--tool", "get_weather", "--balancer-rounds", "2", "--think-time-s", think_s]
+        secret = {"MRTR_JWT_SECRET": cluster.jwt_secret}
+        status, report, printed = doctor(tmp_path, "--balancer", cluster.url, *options, env=secret)
+    idle = check(report, "idle-stream")
+    assert status == 1, printed
+    assert not idle["passed"] and f"({float(think_s):g} s)" in idle["evidence"]
+    assert "timeout" in idle["fix"]
+    assert check(report, "affinity")["passed"], printed
