@@ -1,7 +1,7 @@
 """Figures of live swarms: each architecture's swarm second by second, the latency its users
 felt, and the measurement beside the simulation's prediction.
 
-A swarm's summary (what `loadtest.swarm.scenario_run.run_scenario` returns) carries a per-second
+A swarm's summary (what `loadtest.scenarios.run.run_scenario` returns) carries a per-second
 `timeline`, the `faults` the cluster went through and the `calls`; these functions draw them
 an architecture per panel, in the colours of `labsim.study.plots`.
 """
