@@ -184,7 +184,10 @@ def test_each_load_test_command_round_trips_a_configuration(name: str) -> None:
 def test_the_swarms_and_the_checks_own_settings_round_trip() -> None:
     swarm = subcommand(build_parser(), "swarm")
     plan = SwarmPlan()
-    changed = every_field_changed(plan, {"join": "host:5557", "target": "http://h/mcp"})
+    changed = every_field_changed(
+        plan,
+        {"join": "host:5557", "target": "http://h/mcp", "fail_if": ("p95_ms>500", "x.p95_ms<1")},
+    )
     argv = to_argv(changed)
     assert SwarmPlan(**values_from_flags(SwarmPlan, swarm.parse_args(argv))) == changed
     verify = subcommand(build_parser(), "verify-plan")

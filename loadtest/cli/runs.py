@@ -114,25 +114,6 @@ def _add_swarm(commands: Any) -> None:
     options = command_options(swarm)
     add_flags(options, SwarmPlan)
     add_json_option(options, SUMMARY)
-    options.add_argument(
-        "--fail-if",
-        action="append",
-        metavar="EXPR",
-        help="exit 1 when this holds at the end of a headless run, e.g. p95_ms>500, "
-        "error_share>0.01, TOOL.p95_ms>=800 (operators > >= < <= ==); repeatable",
-    )
-    options.add_argument(
-        "--html",
-        default=None,
-        metavar="F",
-        help="write Locust's HTML report with the lab's summary",
-    )
-    options.add_argument(
-        "--compare",
-        default=None,
-        metavar="OLD.json",
-        help="print each headline figure's change against an earlier run's summary",
-    )
     swarm.set_defaults(run=run_swarm)
 
 

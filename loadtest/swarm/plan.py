@@ -123,6 +123,20 @@ class SwarmPlan:
         "no flag of its own: set when --users is given",
         cli=False,
     )
+    fail_if: tuple[str, ...] = setting(
+        (),
+        help="exit 1 when this holds at the end of a headless run, e.g. p95_ms>500, "
+        "error_share>0.01, TOOL.p95_ms>=800 (operators > >= < <= ==); repeatable",
+        metavar="EXPR",
+    )
+    html: str | None = setting(
+        None, help="write Locust's HTML report with the lab's summary", metavar="F"
+    )
+    compare: str | None = setting(
+        None,
+        help="print each headline figure's change against an earlier run's summary",
+        metavar="OLD.json",
+    )
     html_path: Path | None = setting(
         None,
         help="where a headless run keeps Locust's HTML report; no flag of its own: beside "
