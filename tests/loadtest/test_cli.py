@@ -51,13 +51,19 @@ def test_cluster_up_stops_everything_on_sigterm() -> None:
             if line.startswith("Ctrl-C"):
                 break
         pids = [int(p) for p in re.findall(r"\(pid (\d+)\)", "".join(lines))]
-        assert len(pids) == 3, lines  # two replicas and haproxy
+        # Two replicas, the Redis their single-use task store shares, and haproxy.
+        assert len(pids) == 4, lines
         assert all(alive(p) for p in pids) and not port_is_free(lb_port)
         cluster.send_signal(signal.SIGTERM)
         assert cluster.wait(30) == 0
     finally:
         if cluster.poll() is None:
-            cluster.kill()
+            # Stopped as an operator would, so what it started stops too, then for good.
+            cluster.send_signal(signal.SIGTERM)
+            try:
+                cluster.wait(30)
+            except subprocess.TimeoutExpired:
+                cluster.kill()
     time.sleep(0.2)
     assert not any(alive(p) for p in pids)
     assert port_is_free(lb_port)
