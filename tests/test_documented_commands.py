@@ -28,10 +28,16 @@ SHELL_BLOCKS = {"sh", "bash", "shell", "console"}
 OTHER_PROGRAMS = {
     "pip", "git", "conda", "jupytext", "cd", "python3", ".", "source", "apt-get", "npm",
     "node", "export", "wrk", "redis-server", "haproxy", "perf", "valgrind", "curl", "ls",
-    "kill",
+    "kill", "jq", "echo",
 }  # fmt: skip
 #: What the shell puts in place of its expansions before a program sees its words.
 SHELL_EXPANSIONS = {"$!": "12345"}  # the last background job's pid
+#: A shell variable a page sets (`SERVER_PID=$!`, a loop's `tool`): a word where it is used.
+SHELL_VARIABLE = re.compile(r"\$\{?[A-Za-z_]\w*\}?")
+#: A variable set before a program's words (`NAME=value cmd`), or alone on its line.
+ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=\S*$")
+#: The shell's own loop lines: their body is checked as its own lines.
+LOOP_LINE = re.compile(r"^(for \w+ in .*; do|done)$")
 PROJECT_PACKAGES = ("server", "labsim", "loadtest")
 #: Commands cheap enough to run on every test run: (package, subcommand).
 QUICK = {("labsim", "scenarios"), ("labsim", "mmc"), ("server", "token")}
@@ -118,11 +124,20 @@ def makefile_targets() -> set[str]:
 def problem_with(command: str) -> str | None:
     """Why a reader's paste would fail, or None. The program sees its words only: a
     redirection or a trailing `&` is the shell's, and `$!` a pid."""
+    if LOOP_LINE.match(command):
+        return None
     words = [SHELL_EXPANSIONS.get(word, word) for word in shlex.split(command)]
+    words = [SHELL_VARIABLE.sub("1", word) for word in words]
     for i, word in enumerate(words):
         if word in {">", ">>", "&", "|"}:
             words = words[:i]
             break
+    while words and ASSIGNMENT.match(words[0]):
+        words = words[1:]
+    if not words:
+        return None
+    if words[0] == "python" and len(words) > 1 and words[1].endswith(".py"):
+        return None if (ROOT / words[1]).is_file() else f"no script {words[1]} in the project"
     if words[0].startswith(".venv/"):
         return "written with .venv/bin/: write `python -m ...` (the environment is active)"
     if words[0] == "make":
@@ -156,6 +171,15 @@ def test_a_placeholder_is_caught() -> None:
     assert problem_with("python -m labsim plan --rate") is not None
     assert problem_with("make nothing-like-this") is not None
     assert problem_with(".venv/bin/python -m labsim scenarios") is not None
+    assert problem_with("python tests/no_such_server.py 8000 &") is not None
+    assert problem_with("python -m loadtest measure --tool $tool --calls many") is not None
+
+
+def test_the_shell_a_reader_pastes_is_the_shells() -> None:
+    assert problem_with("SERVER_PID=$!") is None
+    assert problem_with("for tool in a b; do") is None
+    assert problem_with("SDK_STATE_KEY=own python tests/loadtest/sdk_server.py 8001 &") is None
+    assert problem_with("python -m loadtest measure --tool $tool --pid $SERVER_PID") is None
 
 
 def _quick(command: str) -> bool:
