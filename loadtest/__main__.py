@@ -14,6 +14,7 @@
     python -m loadtest calibrate --show a.json b.json   # stored reports as Markdown tables
     python -m loadtest measure --json labsim/measured.json  # the simulation's measured inputs
     python -m loadtest verify-plan plan.json [--arch A] [--duration S] [--json out.json]
+    python -m loadtest verify-plan plan.json --target URL --replicas N  # against a deployment
     python -m loadtest doctor URL [URL ...] [--balancer URL] [--json out.json]  # MRTR-ready?
 """
 

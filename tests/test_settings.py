@@ -23,6 +23,7 @@ from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
 from loadtest.swarm.plan import SwarmPlan
 from loadtest.verify.hosting import Hosting
+from loadtest.verify.target_settings import TargetSettings
 from server.__main__ import replica_config, serve_parser
 from server.config import ServerConfig
 from server.flags import add_flags, flags_of, setting, setting_of, to_argv, values_from_flags
@@ -204,7 +205,9 @@ def test_the_load_tests_commands_take_a_flag_per_field() -> None:
     assert declared == taken
     verify = subcommand(build_parser(), "verify-plan")
     own = {"--arch", "--duration", "--warmup", "--json"}
-    assert flag_mismatches(Hosting, verify, own) == []
+    hosting, aim = set(flags_of(Hosting).values()), set(flags_of(TargetSettings).values())
+    assert flag_mismatches(Hosting, verify, own | aim) == []
+    assert flag_mismatches(TargetSettings, verify, own | hosting) == []
 
 
 # -- the simulation --------------------------------------------------------------------------
@@ -430,7 +433,7 @@ class HostingWithMore(Hosting):
 
 def test_a_field_without_a_flag_and_a_flag_without_a_field_are_caught() -> None:
     verify = subcommand(build_parser(), "verify-plan")
-    own = {"--arch", "--duration", "--warmup", "--json"}
+    own = {"--arch", "--duration", "--warmup", "--json", *flags_of(TargetSettings).values()}
     assert flag_mismatches(HostingWithMore, verify, own) == ["field extra_s: no --extra-s"]
     verify.add_argument("--loose", help="set by hand")
     assert flag_mismatches(Hosting, verify, own) == ["flag --loose: no field"]

@@ -47,6 +47,17 @@ def _size(prefix: str, plan: dict[str, Any], live: dict[str, Any]) -> dict[str, 
     }
 
 
+def _states(prefix: str, live: dict[str, Any]) -> dict[str, str]:
+    """A deployment's run: which constraints held, broke, or were not seen."""
+    states = live.get("constraints")
+    if not states:
+        return {}
+    kinds: dict[str, list[str]] = {"held": [], "broken": [], "not seen": []}
+    for constraint, state in states.items():
+        kinds[next(k for k in kinds if state.startswith(k))].append(constraint)
+    return {f"{prefix}live {kind}": ",".join(names) or "nothing" for kind, names in kinds.items()}
+
+
 def _per_replica(values: dict[str, Any], form: str) -> str:
     return ",".join(form.format(v) for v in values.values()) or _MISSING
 
@@ -57,10 +68,12 @@ def _column(entry: dict[str, Any]) -> dict[str, str]:
     }
     if "live" in entry:
         rows.update(_size("", entry["plan"], entry["live"]))
+        rows.update(_states("", entry["live"]))
     fewer = entry.get("one_fewer")
     if fewer is not None:
         rows["one fewer (plan / live)"] = f"{fewer['plan']['replicas']} / {fewer['replicas']}"
         rows.update(_size("one fewer: ", fewer["plan"], fewer["live"]))
+        rows.update(_states("one fewer: ", fewer["live"]))
     elif "live" in entry:
         rows["one fewer (plan / live)"] = "none"
     rows["judged"] = "yes" if entry["judged"] else "NO"
