@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,7 @@ from loadtest.calibration.tool_timing import Pacer, call_tool, time_floor
 from loadtest.probes.held_memory import HeldTool, measure_held_calls, rss_bytes
 from loadtest.probes.replica_cpu import children, process_cpu
 from loadtest.target import Target, TargetError
+from loadtest.target.reply_deadline import deadline_client
 from loadtest.users.simulated_user import Answerer, lab_answer
 from server.client import McpError
 from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
@@ -77,13 +79,28 @@ class Memory:
             return sum(rss_bytes(p) for p in [self.pid, *children(self.pid)])
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
-            text = httpx.get(self.metrics_url, headers=headers, timeout=5).text
+            with deadline_client(5.0) as http:
+                text = http.get(self.metrics_url, headers=headers).text
         except httpx.HTTPError:
             return None
         for line in text.splitlines():
             if line.startswith("process_resident_memory_bytes"):
-                return int(float(line.split()[-1]))
+                return self._bytes(line.split()[-1])
         return None
+
+    def _bytes(self, figure: str) -> int:
+        """The size a `/metrics` figure states; a `ValueError` saying the server's figure
+        is no size (`+Inf`, `NaN`, negative, not a number)."""
+        try:
+            size = float(figure)
+        except ValueError:
+            size = math.nan
+        if not (math.isfinite(size) and 0 <= size < 2**63):
+            raise ValueError(
+                f"{self.metrics_url}: process_resident_memory_bytes is {figure[:40]!r}, not a "
+                "size in bytes (the server's /metrics is malformed)"
+            )
+        return int(size)
 
 
 def measure_era(

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import orjson
 
+from loadtest.target.reply_deadline import deadline_client
 from loadtest.users.flows import run_mrtr_flow
 from loadtest.users.http_interface import HttpReply, HttpxLegacy, Post, StreamReply
 from loadtest.users.legacy_flow import SessionHolder, run_legacy_flow
@@ -167,16 +168,20 @@ def time_floor(url: str, era: str, token: str | None, count: int, pacer: Pacer) 
     """Latencies of `count` of the era's cheapest requests, one at a time."""
     found = []
     client: MrtrClient | LegacyClient
-    client = MrtrClient(url, token=token) if era == "mrtr" else LegacyClient(url, token=token)
-    with client:
-        for _ in range(count):
-            pacer.wait()
-            started = time.perf_counter()
-            if isinstance(client, MrtrClient):
-                client.discover()
-            else:
-                client.ping()
-            found.append(time.perf_counter() - started)
+    with deadline_client() as http:
+        if era == "mrtr":
+            client = MrtrClient(url, token=token, http=http)
+        else:
+            client = LegacyClient(url, token=token, http=http)
+        with client:
+            for _ in range(count):
+                pacer.wait()
+                started = time.perf_counter()
+                if isinstance(client, MrtrClient):
+                    client.discover()
+                else:
+                    client.ping()
+                found.append(time.perf_counter() - started)
     return found
 
 
@@ -195,7 +200,7 @@ def call_tool(
     auth = {"Authorization": f"Bearer {token}"} if token else {}
     rng = random.Random(0)
     think = ThinkTime(0.0, 0.0, rng)
-    with httpx.Client(timeout=60) as client:
+    with deadline_client() as client:
         holder = SessionHolder()
         legacy = TimedLegacy(client, url, auth, timings, pacer)
         post = _timed_post(client, url, auth, timings, pacer)

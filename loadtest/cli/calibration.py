@@ -223,6 +223,8 @@ def run_measure(args: argparse.Namespace) -> int:
 
 
 def _measure_target(args: argparse.Namespace) -> int:
+    import httpx
+
     from loadtest.calibration.target import measure_target
     from loadtest.target import (
         Auth,
@@ -234,6 +236,7 @@ def _measure_target(args: argparse.Namespace) -> int:
         discover,
         read_workload,
     )
+    from server.client import McpError
 
     if not args.tool:
         raise LoadTestError("measure --target needs --tool NAME")
@@ -262,6 +265,11 @@ def _measure_target(args: argparse.Namespace) -> int:
         )
     except (TargetError, ValueError) as error:
         raise LoadTestError(str(error)) from None
+    except (httpx.HTTPError, McpError) as error:
+        # A server that stalls or answers what is no MCP reply: its fault, said in one line.
+        raise LoadTestError(
+            f"{args.target} failed the measurement: {type(error).__name__}: {error}"
+        ) from None
     write_json(document, args.json)
     print(json.dumps({k: document[k] for k in ("values", "round_cpu", "tools")}, indent=2))
     return 0

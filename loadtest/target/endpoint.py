@@ -4,7 +4,8 @@ with their `inputSchema`, and how the lab's users authenticate to it.
 `discover(url, auth)` asks `server/discover` (2026-07-28) and `initialize` (2025-11-25,
 whose answer may come as JSON or as an SSE stream, as the server chooses), then lists the
 tools (`tools/list`, page by page) in the first era that answers. What cannot be a target
-is refused in one line (`TargetError`): a URL nothing answers at, one that answers but not
+is refused in one line (`TargetError`): a URL nothing answers at (or that trickles its
+replies past `DISCOVERY_TIMEOUT_S`), one that answers but not
 as an MCP server (an HTML page, a 404, a body that is not JSON-RPC), or a server that
 speaks neither era.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from loadtest.target.reply_deadline import deadline_client
 from server.client import LegacyClient, McpError, MrtrClient, reply_message
 from server.protocol.headers import META_SERVER_INFO
 from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
@@ -26,7 +28,7 @@ from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 ERAS = (MODERN_VERSION, LEGACY_VERSION)
 #: Pages of `tools/list` read at most (a server that never ends its cursor is cut here).
 MAX_TOOL_PAGES = 100
-#: How long one request of the discovery may take.
+#: How long one request of the discovery may take, its whole reply included.
 DISCOVERY_TIMEOUT_S = 10.0
 
 
@@ -113,7 +115,10 @@ def discover(url: str, auth: Auth | None = None) -> Target:
     name = ""
     errors: list[str] = []
     try:
-        with MrtrClient(url, token=auth.token) as client:
+        with (
+            deadline_client(DISCOVERY_TIMEOUT_S) as http,
+            MrtrClient(url, token=auth.token, http=http) as client,
+        ):
             found = client.discover()
             eras.append(MODERN_VERSION)
             info = (found.get("_meta") or {}).get(META_SERVER_INFO) or {}
@@ -122,7 +127,10 @@ def discover(url: str, auth: Auth | None = None) -> Target:
     except (McpError, httpx.HTTPError, ValueError, KeyError) as error:
         errors.append(f"{MODERN_VERSION}: {error}")
     try:
-        with LegacyClient(url, token=auth.token) as legacy:
+        with (
+            deadline_client(DISCOVERY_TIMEOUT_S) as http,
+            LegacyClient(url, token=auth.token, http=http) as legacy,
+        ):
             eras.append(LEGACY_VERSION)
             name = name or str(legacy.session.server_info.get("name", ""))
             if tools is None:
@@ -153,7 +161,7 @@ def _probe(url: str, token: str | None) -> str:
     body = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
     try:
         with (
-            httpx.Client(timeout=DISCOVERY_TIMEOUT_S) as http,
+            deadline_client(DISCOVERY_TIMEOUT_S) as http,
             http.stream("POST", url, json=body, headers=headers) as response,
         ):
             kind = response.headers.get("content-type", "").split(";")[0] or "no content type"

@@ -77,8 +77,11 @@ def answer_for(request: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for name, spec in (params.get("requestedSchema") or {}).get("properties", {}).items():
         if "enum" in spec:
+            options = spec["enum"]
+            if not (isinstance(options, list) and options):
+                return {"action": "decline"}  # a choice among nothing: the user cannot answer
             # Some users mark duplicates, so update_work_item takes its second round.
-            content[name] = "Duplicate" if rng.random() < DUPLICATE_SHARE else spec["enum"][0]
+            content[name] = "Duplicate" if rng.random() < DUPLICATE_SHARE else options[0]
         elif spec.get("type") in ("number", "integer"):
             content[name] = rng.randint(1, 9999)
         elif spec.get("type") == "boolean":

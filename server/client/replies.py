@@ -33,6 +33,10 @@ def result_of(response: dict[str, Any] | None, status: int) -> dict[str, Any]:
         raise McpError(-32603, f"HTTP {status} without a JSON-RPC response", None, status)
     if "error" in response:
         error = response["error"] or {}
+        if not isinstance(error, dict):
+            # A server's fault, said as one: a JSON-RPC error is an object.
+            said = f"the server's error is not a JSON-RPC error object: {str(error)[:200]!r}"
+            raise McpError(-32603, said, None, status)
         raise McpError(
             error.get("code", -32603), error.get("message", ""), error.get("data"), status
         )
