@@ -9,6 +9,9 @@ runs beside its legitimate users (`loadtest.soak.run`).
                      running (a refusal is tried again a moment later)
     oversized        a 16 MiB header, a 1 MB `clientInfo`, 1 MB of task arguments and a
                      body over the replicas' limit, again and again
+    burst-stall, drip, small-cpu
+                     bodies that stall after a burst or drip in, small CPU calls at a
+                     steady rate (`loadtest.soak.stall_attacks`)
 
 Each is an attack on availability as a caller would make it, from outside: raw sockets or the
 reference clients, and the tools' caps read from `tools/list`. The attacker is
@@ -33,10 +36,19 @@ from typing import Any
 
 import httpx
 
+from loadtest.soak.stall_attacks import burst_stall, drip, small_cpu
 from server.client import SEED, Exchange, Handlers, McpError, MrtrClient, accept, task_capabilities
 from server.harness.process import ChildProcess, raise_file_limit
 
-ATTACKS = ("slow-bodies", "abandoned-waits", "cpu-heavy", "oversized")
+ATTACKS = (
+    "slow-bodies",
+    "abandoned-waits",
+    "cpu-heavy",
+    "oversized",
+    "burst-stall",
+    "drip",
+    "small-cpu",
+)
 
 
 def _yes(params: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +76,11 @@ DEFAULT_SOCKETS = {
     "abandoned-waits": 2100,
     "cpu-heavy": CPU_CALLS,
     "oversized": OVERSIZED_THREADS,
+    # As the round-3 report measured them: 2,100 sockets stalled after 100 KiB direct
+    # (1,024 through HAProxy, its connection limit), 1,024 dripping, one small-CPU caller.
+    "burst-stall": 1024,
+    "drip": 1024,
+    "small-cpu": 1,
 }
 
 
@@ -293,6 +310,9 @@ RUNS = {
     "abandoned-waits": abandoned_waits,
     "cpu-heavy": cpu_heavy,
     "oversized": oversized,
+    "burst-stall": burst_stall,
+    "drip": drip,
+    "small-cpu": small_cpu,
 }
 
 

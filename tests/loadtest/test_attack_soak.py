@@ -17,7 +17,15 @@ from loadtest.soak.run import print_attack_soak, run_attack_soak
 pytestmark = pytest.mark.integration
 
 #: Small enough for seconds: the full sizes are the soak command's.
-SHORT_SIZES = {"slow-bodies": 100, "abandoned-waits": 200, "cpu-heavy": 4, "oversized": 2}
+SHORT_SIZES = {
+    "slow-bodies": 100,
+    "abandoned-waits": 200,
+    "cpu-heavy": 4,
+    "oversized": 2,
+    "burst-stall": 100,
+    "drip": 100,
+    "small-cpu": 1,
+}
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
