@@ -9,9 +9,9 @@ runs beside its legitimate users (`loadtest.soak.run`).
                      running (a refusal is tried again a moment later)
     oversized        a 16 MiB header, a 1 MB `clientInfo`, 1 MB of task arguments and a
                      body over the replicas' limit, again and again
-    burst-stall, drip, small-cpu
+    burst-stall, drip, small-cpu, subscription-growth
                      bodies that stall after a burst or drip in, small CPU calls at a
-                     steady rate (`loadtest.soak.stall_attacks`)
+                     steady rate, subscriptions without end (`loadtest.soak.stall_attacks`)
 
 Each is an attack on availability as a caller would make it, from outside: raw sockets or the
 reference clients, and the tools' caps read from `tools/list`. The attacker is
@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from loadtest.soak.stall_attacks import burst_stall, drip, small_cpu
+from loadtest.soak.stall_attacks import burst_stall, drip, small_cpu, subscription_growth
 from server.client import SEED, Exchange, Handlers, McpError, MrtrClient, accept, task_capabilities
 from server.harness.process import ChildProcess, raise_file_limit
 
@@ -48,6 +48,7 @@ ATTACKS = (
     "burst-stall",
     "drip",
     "small-cpu",
+    "subscription-growth",
 )
 
 
@@ -81,6 +82,7 @@ DEFAULT_SOCKETS = {
     "burst-stall": 1024,
     "drip": 1024,
     "small-cpu": 1,
+    "subscription-growth": 4,
 }
 
 
@@ -313,6 +315,7 @@ RUNS = {
     "burst-stall": burst_stall,
     "drip": drip,
     "small-cpu": small_cpu,
+    "subscription-growth": subscription_growth,
 }
 
 

@@ -7,6 +7,9 @@
                   a second each, just under what a body's minimum rate might allow
     small-cpu     one anonymous caller of `quote` with `cpu_ms` 10, 65 calls a second
                   (within a rate limit of the lab's size), each answered and finished
+    subscription-growth
+                  anonymous 2025-11-25 sessions subscribing to URIs of 900 KB and of
+                  2,000 bytes in turn, without end; a session refused opens another
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from server.client import Handlers, McpError, MrtrClient, accept
+from server.client import Handlers, LegacyClient, McpError, MrtrClient, accept
 
 #: The body a stalled request declares, and the burst it sends before it stalls.
 DECLARED_BYTES = 1 << 20
@@ -145,6 +148,50 @@ def small_cpu(host: str, port: int, seconds: float, sockets: int, report: Report
                 time.sleep(max(0.0, gap_s - (time.monotonic() - started)))
 
     threads = [threading.Thread(target=caller) for _ in range(sockets)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+#: The subscribed URIs' sizes, in turn: the round-3 report's 900 KB, and just under the
+#: lab's cap on one URI (2,048 bytes), so that the caps on count and total bytes are met.
+SUBSCRIPTION_URI_BYTES = (900_000, 2_000)
+
+
+def subscription_growth(host: str, port: int, seconds: float, sockets: int, report: Report) -> None:
+    """`sockets` anonymous 2025-11-25 sessions subscribing to URIs without end; a session
+    refused opens another."""
+    url = f"http://{host}:{port}/mcp"
+    deadline = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def count(answer: str) -> None:
+        with lock:
+            report.sent += 1
+            report.answers[answer] += 1
+
+    def grower(index: int) -> None:
+        turn = 0
+        while time.monotonic() < deadline:
+            try:
+                with LegacyClient(url) as session:
+                    while time.monotonic() < deadline:
+                        size = SUBSCRIPTION_URI_BYTES[turn % len(SUBSCRIPTION_URI_BYTES)]
+                        uri = f"file:///grow/{index}/{turn}/" + "a" * size
+                        turn += 1
+                        try:
+                            session.request("resources/subscribe", {"uri": uri})
+                            count("200")
+                        except McpError as error:
+                            count(str(error.http_status or error.code))
+                            if error.http_status == 429:
+                                break  # this session is full: another
+            except (McpError, httpx.HTTPError):
+                count("closed")
+                time.sleep(0.05)
+
+    threads = [threading.Thread(target=grower, args=(i,)) for i in range(sockets)]
     for thread in threads:
         thread.start()
     for thread in threads:

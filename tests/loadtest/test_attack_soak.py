@@ -25,6 +25,7 @@ SHORT_SIZES = {
     "burst-stall": 100,
     "drip": 100,
     "small-cpu": 1,
+    "subscription-growth": 2,
 }
 
 
