@@ -34,7 +34,7 @@ from typing import Any
 
 from labsim.study.constraints import CONSTRAINTS, Limits
 from labsim.study.plan import FleetVerdict, Plan
-from loadtest.config import LoadTestError
+from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.target import Auth, TargetError, discover
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import open_calls, warmup_s
@@ -46,8 +46,11 @@ from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 Progress = Callable[[str], None]
 #: Seconds at the end of a run whose calls are not judged (they meet the run's end).
 TAIL_S = 1.0
-#: Seconds the swarm may take beyond its run to start, stop and write its summary.
+#: Seconds the swarm may take beyond its run and the wait for its calls in progress to
+#: end (the load test's stop timeout) to start, stop and write its summary.
 SWARM_GRACE_S = 120.0
+#: The swarm's error of a call cut by the end of its run (its user still thinking).
+CUT_BY_RUN_END = "still running when the run ended"
 #: What the lab cannot see of replicas it does not run, and how it could.
 NOT_SEEN = {
     "cpu": "not seen: the replicas' CPU (give --replica-metrics or run the replicas where "
@@ -144,6 +147,18 @@ def swarm_argv(
     return [*argv, "--json", json_path]
 
 
+def stop_timeout_s(plan: Plan, arch: str) -> float:
+    """Seconds the swarm lets calls in progress end once its run is over: the load
+    test's own, for the plan's think time and users who never answer."""
+    request = plan.request
+    return LoadTestConfig(
+        arch=arch,
+        think_time_median_s=request.think_time_median_s,
+        never_answer_share=request.never_answer_share,
+        answer_timeout_s=request.answer_timeout_s,
+    ).stop_timeout_s
+
+
 def run_on(
     plan: Plan,
     arch: str,
@@ -166,7 +181,7 @@ def run_on(
                 [sys.executable, "-m", "loadtest", "swarm", *argv],
                 capture_output=True,
                 text=True,
-                timeout=warm_s + judged_s + TAIL_S + SWARM_GRACE_S,
+                timeout=warm_s + judged_s + TAIL_S + stop_timeout_s(plan, arch) + SWARM_GRACE_S,
             )
         except subprocess.TimeoutExpired:
             done = None
@@ -202,6 +217,11 @@ def run_on(
         if state.startswith("not seen"):  # a use of 0 would read as seen and idle
             judged["live"]["use"][constraint] = None
     judged["live"]["metrics_seen"] = sorted(seen)
+    # Lost as the live check of the lab's cluster counts them, and said: a call still
+    # running when the swarm's stop timeout ran out (a user thinking long, or a replica
+    # that never answered) cannot be told apart.
+    window_calls = [c for c in calls if window[0] <= c["started"] <= window[1]]
+    judged["live"]["cut_by_run_end"] = sum(c.get("error") == CUT_BY_RUN_END for c in window_calls)
     judged["command"] = command
     return judged
 
@@ -316,6 +336,13 @@ def _entry(
             note = f"{run['replicas']} replicas: {constraint}: {state}"
             if state.startswith("not seen") and note not in entry["notes"]:
                 entry["notes"].append(note)
+        cut = (run.get("live") or {}).get("cut_by_run_end")
+        if cut:
+            entry["notes"].append(
+                f"{run['replicas']} replicas: {cut} judged calls were still running when the "
+                "swarm's stop timeout ran out (a user thinking long, or a replica that never "
+                "answered): lost, as the live check counts them"
+            )
     unjudged = [run["reason"] for run in runs if not run["judged"]]
     if said is None:
         unjudged.append(_unplanned(plan, arch, at_n.replicas))
