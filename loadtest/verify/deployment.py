@@ -32,10 +32,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from labsim.study.constraints import CONSTRAINTS, Limits
+from labsim.study.constraints import Limits
 from labsim.study.plan import FleetVerdict, Plan
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.target import Auth, TargetError, discover
+from loadtest.verify.deployment_verdict import constraint_states, held, unseen_miss
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import open_calls, warmup_s
 from loadtest.verify.live_verdict import LiveRun, judge_run
@@ -51,15 +52,6 @@ TAIL_S = 1.0
 SWARM_GRACE_S = 120.0
 #: The swarm's error of a call cut by the end of its run (its user still thinking).
 CUT_BY_RUN_END = "still running when the run ended"
-#: What the lab cannot see of replicas it does not run, and how it could.
-NOT_SEEN = {
-    "cpu": "not seen: the replicas' CPU (give --replica-metrics or run the replicas where "
-    "the lab can see them)",
-    "memory": "not seen: the replicas' memory (give --replica-metrics or run the replicas "
-    "where the lab can see them)",
-    "connections": "not seen: the replicas' open connections and the balancer's "
-    "down-marks (no answer 503 reached the callers)",
-}
 
 
 @dataclass(frozen=True)
@@ -226,26 +218,6 @@ def run_on(
     return judged
 
 
-def constraint_states(broke: list[str], metrics_seen: bool, refused: int) -> dict[str, str]:
-    """Each constraint of the plan: held, broken, or not seen (and how it could be)."""
-    states: dict[str, str] = {}
-    for constraint in CONSTRAINTS:
-        unseen = (constraint in ("cpu", "memory") and not metrics_seen) or (
-            constraint == "connections" and not refused
-        )
-        if unseen:
-            states[constraint] = NOT_SEEN[constraint]
-        elif constraint in broke:
-            states[constraint] = "broken" + (
-                f": {refused} answers 503 reached the callers"
-                if constraint == "connections"
-                else ""
-            )
-        else:
-            states[constraint] = "held"
-    return states
-
-
 def verify_deployment(
     plan: Plan,
     arch: str,
@@ -269,6 +241,10 @@ def verify_deployment(
             f"the plan has no answer for {arch}: it answers {', '.join(plan.architectures)}"
         )
     deployments = [at_n] if one_fewer is None else [at_n, one_fewer]
+    if one_fewer is not None and at_n.replicas < 2:
+        raise LoadTestError(
+            f"--target-one-fewer needs --replicas 2 or more: {at_n.replicas} less one is none"
+        )
     if one_fewer is not None and one_fewer.replicas != at_n.replicas - 1:
         raise LoadTestError(
             f"--target-one-fewer is one replica fewer than --replicas {at_n.replicas}: "
@@ -351,13 +327,16 @@ def _entry(
         entry["reason"] = "; ".join(unjudged)
         entry["verdict_held"] = None
         return entry
-    entry["held_at_n"] = entry["live"]["meets"] == said.meets if said else None
+    entry["held_at_n"] = held(entry["live"], said)
     if "one_fewer" in entry:
-        planned = entry["one_fewer"]["plan"]["meets"]
-        entry["held_at_one_fewer"] = (
-            None if planned is None else entry["one_fewer"]["live"]["meets"] == planned
-        )
-    entry["verdict_held"] = bool(entry["held_at_n"]) and entry.get("held_at_one_fewer") is not False
+        fewer_said = planned_at(plan, arch, entry["one_fewer"]["replicas"])
+        entry["held_at_one_fewer"] = held(entry["one_fewer"]["live"], fewer_said)
+        if entry["held_at_one_fewer"] is None and fewer_said is not None:
+            entry["notes"].append(unseen_miss(fewer_said))
+    if entry["held_at_n"] is None and said is not None:
+        entry.update(judged=False, reason=unseen_miss(said), verdict_held=None)
+        return entry
+    entry["verdict_held"] = entry["held_at_n"] and entry.get("held_at_one_fewer") is not False
     return entry
 
 

@@ -13,13 +13,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
 
 from loadtest.probes.held_memory import rss_bytes
 from loadtest.probes.replica_cpu import cpu_seconds
-from loadtest.verify.deployment import constraint_states
+from loadtest.verify.deployment_verdict import constraint_states, held
 from loadtest.verify.replica_metrics import MetricsSampler, parse_process_figures
 from server.harness.process import free_port
 from tests.loadtest.test_target import SdkServer, sdk_server  # noqa: F401
@@ -170,3 +171,16 @@ def test_process_figures_are_read_and_nonsense_is_not() -> None:
     assert constraint_states(["connections"], metrics_seen=False, refused=3)["connections"] == (
         "broken: 3 answers 503 reached the callers"
     )
+
+
+def test_a_plans_miss_on_what_the_run_could_not_see_is_neither_borne_out_nor_contradicted() -> None:
+    unseen = constraint_states([], metrics_seen=False, refused=0)
+    seen = constraint_states([], metrics_seen=True, refused=0)
+    live = {"meets": True, "constraints": unseen}
+    missed_on_cpu = SimpleNamespace(replicas=1, meets=False, broke=("cpu",))
+    missed_on_latency = SimpleNamespace(replicas=1, meets=False, broke=("latency",))
+    assert held(live, missed_on_cpu) is None  # type: ignore[arg-type]
+    assert held({"meets": True, "constraints": seen}, missed_on_cpu) is False  # type: ignore[arg-type]
+    assert held(live, missed_on_latency) is False  # type: ignore[arg-type]
+    assert held(live, SimpleNamespace(replicas=2, meets=True, broke=())) is True  # type: ignore[arg-type]
+    assert held(live, None) is None
