@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loadtest.config import FAULTS
+from loadtest.target.callers import TargetCallers
 from server.flags import setting
 from server.protocol.versions import LEGACY_VERSION, MODERN_VERSION
 
@@ -26,7 +27,7 @@ LOCUST_MASTER_PORT = 5557
 
 
 @dataclass(frozen=True)
-class SwarmPlan:
+class SwarmPlan(TargetCallers):
     """How one swarm runs, beside the run's configuration."""
 
     workers: int = setting(
@@ -57,18 +58,6 @@ class SwarmPlan:
         choices=TARGET_ERAS,
         help="with --target: the protocol era its users speak; both: the users split between "
         "the eras it speaks",
-    )
-    token: str | None = setting(
-        None, help="with --target: a bearer token every user sends; without one, anonymous"
-    )
-    tokens_file: str | None = setting(
-        None, help="with --target: bearer tokens, one a line, one per simulated user"
-    )
-    workload: str | None = setting(
-        None,
-        metavar="FILE",
-        help="with --target: a workload file (TOML): per tool, its arguments and answers "
-        "(the rest drawn from the tool's schemas)",
     )
     headless: bool = setting(
         False, help="no web UI: run --users for --duration seconds, then summarise"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loadtest.target.callers import TargetCallers
 from server.flags import setting
 
 
 @dataclass(frozen=True)
-class TargetSettings:
+class TargetSettings(TargetCallers):
     """The deployment a plan is checked against, and how its callers authenticate."""
 
     target: str | None = setting(
@@ -36,17 +37,6 @@ class TargetSettings:
         metavar="URL,...",
         help="with --target: the replicas' /metrics, whose process_cpu_seconds_total and "
         "process_resident_memory_bytes judge CPU and memory (without: not seen)",
-    )
-    token: str | None = setting(
-        None, help="with --target: a bearer token every user sends; without one, anonymous"
-    )
-    tokens_file: str | None = setting(
-        None, help="with --target: bearer tokens, one a line, one per simulated user"
-    )
-    workload: str | None = setting(
-        None,
-        metavar="FILE",
-        help="with --target: a workload file (TOML): per tool, its arguments and answers",
     )
 
     @property
