@@ -37,6 +37,7 @@ from typing import Any
 import httpx
 
 from loadtest.soak.stall_attacks import burst_stall, drip, small_cpu, subscription_growth
+from loadtest.soak.status_line import status_of
 from server.client import SEED, Exchange, Handlers, McpError, MrtrClient, accept, task_capabilities
 from server.harness.process import ChildProcess, raise_file_limit
 
@@ -118,12 +119,6 @@ def raw_request(method: str, params: dict[str, Any], capabilities: dict[str, Any
     return (
         f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(data)}\r\n\r\n"
     ).encode() + data
-
-
-def status_of(first_bytes: bytes) -> str:
-    """The HTTP status at the start of an answer, or "closed" for none."""
-    parts = first_bytes.split(b" ", 2)
-    return parts[1].decode() if len(parts) > 1 and parts[0].startswith(b"HTTP/") else "closed"
 
 
 def tool_cap(url: str, tool: str, argument: str) -> float:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from loadtest.soak.status_line import status_of
 from server.client import Handlers, LegacyClient, McpError, MrtrClient, accept
 
 #: The body a stalled request declares, and the burst it sends before it stalls.
@@ -60,11 +61,6 @@ def _head(declared: int) -> bytes:
     )
 
 
-def _status(first_bytes: bytes) -> str:
-    parts = first_bytes.split(b" ", 2)
-    return parts[1].decode() if len(parts) > 1 and parts[0].startswith(b"HTTP/") else "closed"
-
-
 def _held(
     host: str, port: int, seconds: float, sockets: int, report: Report, burst: bytes, drip: int
 ) -> None:
@@ -95,7 +91,7 @@ def _held(
                     first = sock.recv(64)
                 except OSError:
                     first = b""
-                report.answers[_status(first)] += 1
+                report.answers[status_of(first)] += 1
                 selector.unregister(sock)
                 opened.remove(sock)
                 sock.close()
