@@ -88,8 +88,13 @@ def headline(summary: dict[str, Any]) -> list[str]:
     if drained:
         lines.append(drain_line(drained, summary.get("config", {}).get("drain_timeout_s")))
     if summary.get("per_replica"):
-        served = ", ".join(f"{r} {v['requests']}" for r, v in summary["per_replica"].items())
-        lines.append(f"HTTP requests per replica: {served}")
+        per_replica = summary["per_replica"]
+        if set(per_replica) == {"none"}:
+            # A target that does not say which replica answered (the lab's server does).
+            lines.append(f"HTTP requests: {per_replica['none']['requests']} (no replica named)")
+        else:
+            served = ", ".join(f"{r} {v['requests']}" for r, v in per_replica.items())
+            lines.append(f"HTTP requests per replica: {served}")
     if summary["tasks"]["started"] or summary["tasks"]["refused"]:
         lines.append("tasks: " + ", ".join(f"{k} {v}" for k, v in summary["tasks"].items()))
     lines += failure_lines(summary)

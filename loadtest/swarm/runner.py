@@ -190,7 +190,8 @@ def run_swarm(
         web_ui = None if plan.headless else _web_ui(swarm, plan.web_port, stack)
         env.events.init.fire(environment=env, runner=runner, web_ui=web_ui)
         gevent.spawn(stats_history, runner)
-        say(f"{config.arch} swarm against {url}: {plan.workers} local workers")
+        what = "its own tools" if plan.target else f"the {config.arch} users"
+        say(f"swarm against {url} ({what}): {plan.workers} local workers")
         _connect_workers(swarm, config, plan, work, stack)
         if web_ui is None:
             return _run_headless(swarm, config, plan, stop, say)

@@ -114,3 +114,13 @@ def test_the_table_carries_the_fault_the_drains_and_why_requests_failed(
         f"upgrade (5.0-11.2 s): {reason('answer post', 'rolling-upgrade')}"
     ) in lines
     assert "sticky: calls not completed: 1 x stream broke" in lines
+
+
+def test_requests_of_a_target_that_names_no_replica_are_said_as_such() -> None:
+    from loadtest.scenarios.summary_table import headline
+
+    base = {"faults": [], "tasks": {"started": 0, "refused": 0}, "failures": {}}
+    unnamed = headline({**base, "per_replica": {"none": {"requests": 600}}})
+    assert "HTTP requests: 600 (no replica named)" in unnamed
+    named = headline({**base, "per_replica": {"r1": {"requests": 3}, "r2": {"requests": 4}}})
+    assert "HTTP requests per replica: r1 3, r2 4" in named
