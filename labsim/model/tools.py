@@ -17,7 +17,8 @@ a discrete mix of the two counts around the mean); its own work per round (None:
 the workload's `round_cpu`, as for the lab's demo tools); and its bytes per
 round (None: the workload's). The demo catalogue (`CATALOGUE`) is the lab's own
 server's tools; a tool measured on another server (`target_tool`) is made of
-its measured figures, under its own name.
+its measured figures, under its own name. The server's `rounds` tool has no shape of
+its own, so no place in the catalogue: a call's arguments give it one (`rounds_tool`).
 
 The simulation does not import the server: a test runs the server's demo tools
 and holds this catalogue in step with them.
@@ -212,6 +213,25 @@ def target_tool(
         request_bytes=request_bytes,
         response_bytes=response_bytes,
     )
+
+
+def rounds_tool(rounds: int, questions_per_round: int = 1) -> SimTool:
+    """The server's `rounds` tool as a call with these arguments takes it: `rounds` rounds,
+    each but the last asking `questions_per_round` questions together, named as the server
+    names them (`round1_q1`, ...); its work per round is the workload's."""
+    require(
+        isinstance(rounds, int) and rounds >= 1,
+        f"tool rounds: rounds must be a whole number >= 1, got {rounds!r}",
+    )
+    require(
+        isinstance(questions_per_round, int) and questions_per_round >= 1,
+        f"tool rounds: questions per round must be a whole number >= 1, got "
+        f"{questions_per_round!r}",
+    )
+    asking = tuple(
+        tuple(f"round{k}_q{q}" for q in range(1, questions_per_round + 1)) for k in range(1, rounds)
+    )
+    return SimTool("rounds", asking)
 
 
 def tool_names(tools: Sequence[SimTool]) -> str:

@@ -18,6 +18,7 @@ from server.protocol.inputs import elicitation, sampling
 from server.protocol.jsonrpc import invalid_params
 from server.tools.crunch import CRUNCH_MAX_UNITS, crunch
 from server.tools.quote import QUOTE_SCHEMA, quote
+from server.tools.rounds import ROUNDS_SCHEMA, rounds
 
 LOGIN_SCHEMA = {
     "type": "object",
@@ -273,6 +274,13 @@ def demo_catalog(tool_version: int = 1) -> Catalog:
         "CPU in each round, as a tool that parses, validates and prices would.",
         QUOTE_SCHEMA,
     )(quote)
+    catalog.tool(
+        "rounds",
+        "A tool of the shape its arguments give: rounds rounds, each but the last asking "
+        "questions_per_round questions together, cpu_ms_per_round of CPU in every round; "
+        "a plan's tool played as the plan describes it.",
+        ROUNDS_SCHEMA,
+    )(rounds)
     catalog.tool(
         "echo",
         "The seed's persistent-tool example: asks for a string (echo_input) and echoes it. "

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from labsim.model.tools import CATALOGUE, TOOLS
+from labsim.model.tools import CATALOGUE, TOOLS, rounds_tool
 from server.app import create_app
 from server.client import MrtrClient
 from tests.server.conftest import make_config, user_answers
@@ -26,17 +26,23 @@ ARGUMENTS: dict[str, dict[str, Any]] = {
     "echo": {},
     "quote": {"cpu_ms": 1},
 }
-# Server tools the simulation models elsewhere: provision_vm becomes a task.
-MODELLED_ELSEWHERE = {"provision_vm"}
+# Server tools the simulation models elsewhere: provision_vm becomes a task; rounds takes
+# its shape from its arguments (`rounds_tool`).
+MODELLED_ELSEWHERE = {"provision_vm", "rounds"}
 
 
-def _rounds(version: int, name: str, shed_every_units: int = 0) -> list[dict[str, Any]]:
+def _rounds(
+    version: int, name: str, shed_every_units: int = 0, arguments: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     config = make_config(tool_version=version, shed_every_units=shed_every_units)
     handlers = user_answers(
-        resolution={"resolution": "Duplicate"}, dup={"duplicateOfId": 4}, echo={"input": "hi"}
+        resolution={"resolution": "Duplicate"},
+        dup={"duplicateOfId": 4},
+        echo={"input": "hi"},
+        round_answer={"answer": "yes"},
     )
-    with MrtrClient.for_app(create_app(config), handlers=handlers) as client:
-        done = client.call_tool(name, ARGUMENTS[name])
+    with MrtrClient.for_app(create_app(config), handlers=handlers, max_rounds=20) as client:
+        done = client.call_tool(name, ARGUMENTS[name] if arguments is None else arguments)
     assert done.result["resultType"] == "complete"
     assert done.result.get("isError") is not True, done.result
     return [r.response["result"] for r in done.rounds]
@@ -68,3 +74,21 @@ def test_only_the_tools_that_checkpoint_hand_their_work_on(name: str) -> None:
         r for r in results if r["resultType"] == "input_required" and not r.get("inputRequests")
     ]
     assert bool(state_only) == TOOLS[name].offloads
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize(("rounds", "questions_per_round"), [(1, 1), (3, 1), (3, 2), (16, 8)])
+def test_the_rounds_tool_asks_as_its_arguments_say(
+    rounds: int, questions_per_round: int, version: int
+) -> None:
+    arguments = {"rounds": rounds, "questions_per_round": questions_per_round}
+    results = _rounds(version, "rounds", arguments=arguments)
+    asked = [
+        tuple(sorted(result["inputRequests"]))
+        for result in results
+        if result["resultType"] == "input_required"
+    ]
+    model = rounds_tool(rounds, questions_per_round)
+    assert asked == [tuple(sorted(r)) for r in model.rounds(version)]
+    assert len(results) == model.requests(version) == rounds
+    assert model.questions(version) == (rounds - 1) * questions_per_round
