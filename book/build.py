@@ -44,6 +44,9 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 
 #: A bound on one cell in quick mode: its slowest cell takes seconds.
 CELL_TIMEOUT_S = 300
+#: The teacher's guide, in both editions: it names JupyterLab's buttons and the teacher's
+#: edition's, for the teacher.
+TEACHERS_GUIDE = "docs/classroom.html"
 
 
 class BookError(RuntimeError):
@@ -174,9 +177,28 @@ def sphinx(content: BookContent, out_dir: Path, watch: Stopwatch) -> None:
         raise BookError(f"Sphinx failed to build the {' and '.join(failed)} edition")
 
 
+def pages_naming_buttons(site: Path, labels: list[str]) -> list[str]:
+    """The pages of a built edition (the teacher's guide aside) whose text names one of
+    the answers' buttons by its label."""
+    named = [readable(label) for label in labels]
+    return [
+        str(path.relative_to(site))
+        for path in sorted(site.rglob("*.html"))
+        if path.relative_to(site).as_posix() != TEACHERS_GUIDE
+        and any(
+            label in readable(visible_text(path.read_text(encoding="utf-8"))) for label in named
+        )
+    ]
+
+
 def check(content: BookContent, out_dir: Path) -> None:
     """What the book promises: nothing loaded from another host, no answer in the
-    student edition (and every answer in the teacher's, or the search proves nothing)."""
+    student edition (and every answer in the teacher's, or the search proves nothing),
+    and no page of the student edition speaking of an answer's button it does not have."""
+    labels = [content.answer_label, content.answer_label.replace("Show", "Hide", 1)]
+    named = pages_naming_buttons(out_dir / Edition.STUDENT.value, labels)
+    if named:
+        raise BookError(f"the student edition speaks of a button it lacks: {named[:5]}")
     loads = [load for which in Edition for load in remote_loads(out_dir / which.value)]
     if loads:
         listed = "\n".join(f"  {load.page}: <{load.element}> {load.address}" for load in loads)

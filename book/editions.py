@@ -14,6 +14,11 @@ static page has none, so:
 Widgets other than the answers' (sliders, the output they drive) keep their state, which
 the page embeds; state no cell shows any more is dropped, so nothing left out of a page
 remains in it.
+
+Each notebook's exercises open with a paragraph that tells a JupyterLab reader where the
+answers are (behind a button, under each exercise). Each edition says instead what it has:
+the student's, exercises to do and no answers; the teacher's, its own button
+(`answers_note`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,11 @@ RENDER_PRIORITY = (
 TEXT_FORMS = {"text/html", "text/markdown", "text/plain"}
 #: The target of a Markdown link, `](...)`: a page shows its text alone.
 LINK_TARGET = re.compile(r"\]\([^)]*\)")
+#: The paragraph in which a notebook tells a JupyterLab reader where its answers are, up to
+#: the blank line that ends it.
+JUPYTERLAB_ANSWERS_NOTE = re.compile(
+    r"^Each exercise has its answer under it\b.*?(?=\n\s*\n|\Z)", re.M | re.S
+)
 
 
 class Edition(Enum):
@@ -62,6 +72,22 @@ class Edition(Enum):
 
     STUDENT = "student"
     TEACHER = "teacher"
+
+
+def answers_note(which: Edition, answer_label: str) -> str:
+    """Where the edition's answers are, in the words of the paragraph that opens each
+    notebook's exercises."""
+    if which is Edition.STUDENT:
+        return (
+            "This edition has the exercises and leaves their answers out: try each one in "
+            "the notebook, in JupyterLab, where its answer is under it for when you have "
+            "done it. Your teacher has the answers too."
+        )
+    return (
+        f"Each exercise has its answer under it, behind a **{answer_label}** button: the "
+        "solution's code, what it shows and why, folded together. Students have the "
+        "edition without answers: keep this one until the exercises are done."
+    )
 
 
 def is_solution(cell: nbformat.NotebookNode) -> bool:
@@ -155,6 +181,10 @@ def edition(
     """A copy of an executed notebook as the edition shows it (see the module's text)."""
     result = copy.deepcopy(notebook)
     models = widget_models(result)
+    note = answers_note(which, answer_label)
+    for cell in result.cells:
+        if cell.cell_type == "markdown":
+            cell.source = JUPYTERLAB_ANSWERS_NOTE.sub(lambda _: note, cell.source)
     if which is Edition.STUDENT:
         result.cells = [cell for cell in result.cells if not is_solution(cell)]
     else:

@@ -8,7 +8,14 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from book.build import BookError, already_executed, check, main
+from book.build import (
+    TEACHERS_GUIDE,
+    BookError,
+    already_executed,
+    check,
+    main,
+    pages_naming_buttons,
+)
 from book.sources import BookContent
 
 ANSWER = "print('forty-two calls were asked again, none lost')"
@@ -46,6 +53,21 @@ def test_a_student_page_that_shows_an_answer_fails_the_build(tmp_path: Path) -> 
 def test_a_teachers_page_that_misses_an_answer_fails_the_build(tmp_path: Path) -> None:
     with pytest.raises(BookError, match=r"teacher edition .* misses answers"):
         check(content(), site(tmp_path, "", ""))
+
+
+def test_a_student_page_that_speaks_of_the_answer_button_fails_the_build(tmp_path: Path) -> None:
+    out = site(tmp_path, "<p>Each answer is behind a Show button.</p>", f"<pre>{ANSWER}</pre>")
+    with pytest.raises(BookError, match=r"student edition speaks of a button .*01_x\.html"):
+        check(content(), out)
+
+
+def test_the_teachers_guide_may_name_the_buttons_in_the_student_edition(tmp_path: Path) -> None:
+    out = site(tmp_path, "", f"<pre>{ANSWER}</pre>")
+    guide = out / "student" / TEACHERS_GUIDE
+    guide.parent.mkdir(parents=True)
+    guide.write_text("<p>The teacher's edition has a Show button under each exercise.</p>")
+    assert pages_naming_buttons(out / "student", ["Show"]) == []
+    check(content(), out)
 
 
 def test_a_page_that_loads_from_another_host_fails_the_build(tmp_path: Path) -> None:
