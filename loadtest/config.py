@@ -128,7 +128,8 @@ class LoadTestConfig:
         metavar="NAME=WEIGHT,...",
         parse=tool_mix_of,
         help="the demo tools the users call, with relative weights (a bare name weighs 1); "
-        "task tools (echo, provision_vm) run as tasks",
+        "task tools (echo, provision_vm) run as tasks; the rounds tool is named by its shape, "
+        "rounds/ROUNDSxQUESTIONS (rounds/3x2: three rounds, two questions in each but the last)",
     )
     task_wire: str = setting(
         "both",
@@ -172,8 +173,8 @@ class LoadTestConfig:
         2.0,
         metavar="MS",
         help="CPU milliseconds each round of the lab's CPU-bound demo tools spends, on the "
-        "mean: quote's cpu_ms (one question, two rounds) and, outside the overload "
-        "scenario, crunch's units sized to as much hashing (one round)",
+        "mean: quote's cpu_ms (one question, two rounds), rounds' cpu_ms_per_round and, "
+        "outside the overload scenario, crunch's units sized to as much hashing (one round)",
     )
     tool_cpu_cv: float = setting(
         0.0,

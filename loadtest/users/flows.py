@@ -26,6 +26,7 @@ from typing import Any
 from loadtest.users.call_failure import rpc_error_failure, tool_error_failure
 from loadtest.users.http_interface import RETRYABLE_STATUS, HttpReply, Post
 from loadtest.users.simulated_user import Answerer, Sleep, ThinkTime, lab_answer, think_for
+from loadtest.users.tool_shape import called_tool, shape_of
 from server.client import Exchange, McpError, text_of
 from server.tools.crunch import crunch_start, crunch_units
 
@@ -180,7 +181,7 @@ def run_mrtr_flow(
     caller.answer = answer
     exchange = Exchange(
         "tools/call",
-        {"name": tool, "arguments": arguments},
+        {"name": called_tool(tool), "arguments": arguments},
         capabilities or USER_CAPABILITIES,
         max_rounds=64,
     )
@@ -224,3 +225,8 @@ def check_result(
         record.outcome, record.error = "failed", "echo did not echo"
     elif record.tool == "link_accounts":
         record.detail = {"linked": sorted(structured.get("linked", {}))}
+    elif (shape := shape_of(record.tool)) is not None:
+        done = (structured.get("rounds"), structured.get("questionsAnswered"))
+        if done != (shape.rounds, shape.questions):
+            record.outcome = "failed"
+            record.error = f"{record.tool} took {done[0]} rounds and {done[1]} questions"

@@ -18,6 +18,7 @@ from loadtest.users.call_failure import rpc_error_failure
 from loadtest.users.flows import USER_CAPABILITIES, Abandoned, Backoff, CallRecord, check_result
 from loadtest.users.http_interface import RETRYABLE_STATUS, LegacyHttp, StreamCut
 from loadtest.users.simulated_user import Answerer, Sleep, ThinkTime, lab_answer, think_for
+from loadtest.users.tool_shape import called_tool
 from server.client import SESSION_HEADER, LegacySession, McpError
 
 
@@ -95,7 +96,8 @@ def run_legacy_flow(
         opened_first = False
         try:
             session = holder.open(http)
-            exchange = session.exchange("tools/call", {"name": tool, "arguments": arguments})
+            params = {"name": called_tool(tool), "arguments": arguments}
+            exchange = session.exchange("tools/call", params)
             call.drive(exchange, sleep)
             record.rounds = len(exchange.rounds)
             if record.outcome == "completed":

@@ -11,7 +11,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from loadtest.users.tool_shape import shape_of
 from server.tools.crunch import crunch_start, crunch_units
+from server.tools.quote import QUOTE_MAX_CPU_MS
 
 Sleep = Callable[[float], None]
 
@@ -30,11 +32,18 @@ def tool_arguments(
     rng: random.Random,
     crunch_units: int = 0,
     provision_s: float = 2.0,
-    quote_cpu_ms: float = 0.0,
+    cpu_ms_per_round: float = 0.0,
     argument_bytes: int = 0,
 ) -> dict[str, Any]:
     """Arguments for a demo tool, as a varied user population would send them; with
-    `argument_bytes`, its text argument padded to about that size (a document sent along)."""
+    `argument_bytes`, its text argument padded to about that size (a document sent along).
+
+    `cpu_ms_per_round` is the CPU of each round of `quote` and of a shape of `rounds`
+    (`rounds/3x2`), within the tools' cap: a draw from a long tail beyond it is the cap.
+    """
+    shape = shape_of(tool)
+    if shape is not None:
+        return shape.arguments(min(cpu_ms_per_round, QUOTE_MAX_CPU_MS))
     if tool == "get_weather":
         return _padded(
             {"location": rng.choice(["Paris", "Lagos", "Lima", "Oslo", "Pune"])}, argument_bytes
@@ -47,7 +56,7 @@ def tool_arguments(
     if tool == "crunch":
         return {"units": crunch_units}
     if tool == "quote":
-        return {"cpu_ms": quote_cpu_ms}
+        return {"cpu_ms": cpu_ms_per_round}
     if tool == "provision_vm":
         return {"name": f"vm-{rng.randint(1, 99999)}", "seconds": provision_s}
     return {}
