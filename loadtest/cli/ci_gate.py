@@ -56,10 +56,11 @@ class CiGate:
         """The simulation's ceiling at the rates the swarm steps through; what kept the
         simulation from answering (a tool it does not model, a file it cannot read) is
         said in the summary rather than lose the run's figures."""
-        from loadtest.scenarios.ceiling_prediction import predicted_ceiling
+        from loadtest.scenarios.ceiling_prediction import predicted_ceiling, service_round
 
         step = self.config.rate_per_s
         rates = [round(step * k, 6) for k in range(1, self.plan.max_steps + 1)]
+        round_ms, round_from = service_round(self.plan.predict_round_ms, summary)
         try:
             return predicted_ceiling(
                 str(self.plan.params),
@@ -67,7 +68,8 @@ class CiGate:
                 rates,
                 self.plan.slo_p95_ms,
                 self.plan.max_error_share,
-                self.plan.predict_round_ms,
+                round_ms,
+                round_from,
             )
         except (ValueError, OSError) as error:
             return {"predicted_ceiling_rate_per_s": None, "prediction_error": str(error)}

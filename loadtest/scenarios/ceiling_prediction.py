@@ -2,12 +2,19 @@
 
 Beside the ceiling a swarm found (`--find-ceiling --params FILE`), labsim's planner is asked
 the same question at each rate the swarm stepped through: the run's architecture and
-replicas (a CPU worker of a replica one vCPU), its tool mix, its tool work per round plus
-the server's own per request (the parameter file's overhead; or the round as measured on
-the replicas, `--predict-round-ms`), its think time, and the SLO (p95 latency and the share of
-calls that complete). The simulated ceiling is the last rate that met it before the
-first that did not. The CPU target of a plan is left out (1.0): a ceiling is where the
-SLO breaks, not where a planner would add a replica.
+replicas (a CPU worker of a replica one vCPU), its tool mix, the service time of a round,
+its think time, and the SLO (p95 latency and the share of calls that complete). The
+simulated ceiling is the last rate that met it before the first that did not. The CPU
+target of a plan is left out (1.0): a ceiling is where the SLO breaks, not where a planner
+would add a replica.
+
+The service time of a round is, first, what `--predict-round-ms` says; else, on the lab's
+own cluster, the replicas' busy time per round served in the steps that held (their CPU
+time and the time they waited for a CPU other programs held, read from the operating
+system as the swarm ran: what a round takes of a replica on this machine); else the run's
+tool work per round plus the parameter file's request overhead. The parameter file's
+network delay is the simulation's time outside the replica, as the swarm's is its client,
+balancer and wire.
 """
 
 from __future__ import annotations
@@ -27,6 +34,18 @@ from loadtest.config import LoadTestConfig
 MEASURE_S = 60.0
 
 
+def service_round(given_ms: float | None, found: dict[str, Any]) -> tuple[float | None, str]:
+    """The service time of a round to simulate, in ms, and where it comes from: the one
+    given, else the replicas' busy time per round the ceiling's steps measured (`found`,
+    the swarm's summary), else None (the run's tool work and the request overhead)."""
+    if given_ms is not None:
+        return given_ms, "as given"
+    measured_ms = found.get("replica_busy_ms_per_round")
+    if measured_ms:
+        return float(measured_ms), "the replicas' busy time per round in the steps that held"
+    return None, "the tool work per round and the parameter file's request overhead"
+
+
 def predicted_ceiling(
     params_path: str,
     config: LoadTestConfig,
@@ -34,17 +53,19 @@ def predicted_ceiling(
     slo_p95_ms: float,
     max_error_share: float,
     round_ms: float | None = None,
+    round_from: str = "as given",
 ) -> dict[str, Any]:
     """The simulated ceiling among `rates_per_s` (ascending) and each rate's simulated p95
-    and completed share, up to the first rate that broke the SLO. `round_ms` is the server
-    work of a round as measured on the replicas; without it, the run's tool work and the
-    parameter file's request overhead."""
+    and completed share, up to the first rate that broke the SLO. `round_ms` is the service
+    time of a round on the replicas (`round_from` says where it comes from); without it,
+    the run's tool work and the parameter file's request overhead."""
     arch = config.arch
     inputs = plan_inputs(measured.load(params_path), architectures=(arch,))
     base = inputs.bases[arch]
     overhead_ms = base.workload.request_overhead_s * 1e3
     tools = tuple(config.tool_mix)
     total = sum(config.tool_mix.values())
+    service_ms = round_ms or config.tool_cpu_ms + overhead_ms
     rows: list[dict[str, Any]] = []
     held = None
     for rate in rates_per_s:
@@ -57,7 +78,7 @@ def predicted_ceiling(
             never_answer_share=config.never_answer_share,
             tools=tools,
             tool_mix=tuple(config.tool_mix[t] / total for t in tools),
-            round_cpu_ms=round_ms or config.tool_cpu_ms + overhead_ms,
+            round_cpu_ms=service_ms,
             round_cpu_cv=config.tool_cpu_cv,
             round_cpu_kind=config.tool_cpu_kind,
             answer_timeout_s=config.answer_timeout_s,
@@ -81,4 +102,9 @@ def predicted_ceiling(
         if not meets:
             break
         held = rate
-    return {"predicted_ceiling_rate_per_s": held, "predicted_steps": rows}
+    return {
+        "predicted_ceiling_rate_per_s": held,
+        "predicted_steps": rows,
+        "predicted_round_ms": round(service_ms, 3),
+        "predicted_round_from": round_from if round_ms else service_round(None, {})[1],
+    }

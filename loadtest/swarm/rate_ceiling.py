@@ -7,15 +7,26 @@ streams add up to a Poisson stream), until a step breaks the SLO (`--slo-p95-ms`
 it; it holds when their p95 latency is within the SLO and their share of failed and lost
 calls at most the maximum. The ceiling is the rate of the last step that held before the
 first that broke.
+
+On the lab's own cluster the replicas' time is read as the steps run (`ReplicaTime`: their
+CPU seconds and the seconds they waited for a CPU other programs held, a few times a
+second): each step then says how busy the replicas were per round served, and the steps
+that held give the service time of a round on these replicas, which the simulation's
+ceiling is asked with (`loadtest.scenarios.ceiling_prediction`). A round's latency as a
+client sees it would not do: at a low rate it is mostly time outside the replica (client,
+balancer, wire), which a replica at its ceiling spends in parallel with its own work.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from loadtest.swarm.load_shapes import Schedule
 from loadtest.swarm.tool_table import error_share, percentiles_ms
+
+#: Seconds between readings of the replicas' time: a few inside each step.
+REPLICA_READ_EVERY_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,49 @@ class CeilingSearch:
     def rate_of(self, step: int) -> float:
         """The rate of step `step` (1 the first)."""
         return round(self.rate_step_per_s * step, 6)
+
+
+class ReplicaTime(NamedTuple):
+    """One reading of the replicas' time, summed over them (and their CPU workers): when
+    (wall-clock s), their CPU seconds so far, and the seconds they waited for a CPU."""
+
+    t: float
+    cpu_s: float
+    wait_s: float
+
+
+def replica_busy(
+    readings: list[ReplicaTime], calls: list[dict[str, Any]], begin: float, end: float
+) -> dict[str, Any] | None:
+    """The replicas' time between the first and last readings inside [begin, end): their
+    CPU and busy seconds (CPU plus the wait for one), the rounds of the calls that ended
+    there, and the busy share of that span (None without two readings or a round)."""
+    inside = [r for r in readings if begin <= r.t < end]
+    if len(inside) < 2:
+        return None
+    first, last = inside[0], inside[-1]
+    rounds = sum(
+        c.get("rounds", 0)
+        for c in calls
+        if first.t <= c["ended"] < last.t and c["outcome"] != "abandoned"
+    )
+    if rounds <= 0:
+        return None
+    cpu_s = last.cpu_s - first.cpu_s
+    busy_s = cpu_s + last.wait_s - first.wait_s
+    return {"span_s": last.t - first.t, "rounds": rounds, "cpu_s": cpu_s, "busy_s": busy_s}
+
+
+def _per_round_ms(busy: dict[str, Any] | None) -> dict[str, float | None]:
+    """A stretch's figures per round served, in ms, and its busy share."""
+    if busy is None:
+        return {"replica_cpu_ms_per_round": None, "replica_busy_ms_per_round": None,
+                "replica_busy_share": None}  # fmt: skip
+    return {
+        "replica_cpu_ms_per_round": round(1e3 * busy["cpu_s"] / busy["rounds"], 3),
+        "replica_busy_ms_per_round": round(1e3 * busy["busy_s"] / busy["rounds"], 3),
+        "replica_busy_share": round(busy["busy_s"] / busy["span_s"], 3),
+    }
 
 
 class RateSteps(Schedule):
@@ -59,10 +113,15 @@ class RateSteps(Schedule):
 
 
 def step_figures(
-    search: CeilingSearch, calls: list[dict[str, Any]], started: float, step: int
+    search: CeilingSearch,
+    calls: list[dict[str, Any]],
+    started: float,
+    step: int,
+    readings: list[ReplicaTime] | None = None,
 ) -> dict[str, Any]:
     """One step's figures: its rate, the calls that started in it and how they ended,
-    their p95 latency and error share, and whether it held."""
+    their p95 latency and error share, and whether it held; with the replicas' `readings`,
+    their CPU and busy time per round served in the step and their busy share."""
     begin = started + (step - 1) * search.step_s
     mine = [c for c in calls if begin <= c["started"] < begin + search.step_s]
     answered = [c for c in mine if c["outcome"] != "abandoned"]
@@ -71,7 +130,7 @@ def step_figures(
     lost = sum(c["outcome"] == "lost" for c in answered)
     p95 = percentiles_ms([c["latency_ms"] for c in completed])["p95"]
     share = error_share(failed, lost, len(answered))
-    return {
+    row = {
         "step": step,
         "rate_per_s": search.rate_of(step),
         "started": len(mine),
@@ -83,6 +142,10 @@ def step_figures(
         "held": bool(completed and p95 is not None and p95 <= search.slo_p95_ms)
         and share <= search.max_error_share,
     }
+    if readings is not None:
+        end = begin + search.step_s
+        row.update(_per_round_ms(replica_busy(readings, calls, begin, end)))
+    return row
 
 
 def ended_broke(search: CeilingSearch, calls: list[dict[str, Any]], begin: float) -> bool:
@@ -99,18 +162,32 @@ def ended_broke(search: CeilingSearch, calls: list[dict[str, Any]], begin: float
 
 
 def ceiling(
-    search: CeilingSearch, calls: list[dict[str, Any]], started: float, steps: int
+    search: CeilingSearch,
+    calls: list[dict[str, Any]],
+    started: float,
+    steps: int,
+    readings: list[ReplicaTime] | None = None,
 ) -> dict[str, Any]:
     """The search's outcome: each step run with its figures, and the ceiling, the rate of
-    the last step that held before the first that broke (None when the first broke)."""
-    rows = [step_figures(search, calls, started, k) for k in range(1, steps + 1)]
+    the last step that held before the first that broke (None when the first broke).
+    With the replicas' `readings`, the service time of a round on them: their busy time
+    per round over the steps that held (the first step, when none did), where it is what
+    a round costs and not yet what a queue makes of it."""
+    rows = [step_figures(search, calls, started, k, readings) for k in range(1, steps + 1)]
     held = None
+    held_steps = 0
     for row in rows:
         if not row["held"]:
             break
         held = row["rate_per_s"]
+        held_steps += 1
     broke = next((row["step"] for row in rows if not row["held"]), None)
+    found: dict[str, Any] = {}
+    if readings is not None:
+        end = started + max(held_steps, 1) * search.step_s
+        found = _per_round_ms(replica_busy(readings, calls, started, end))
     return {
+        **found,
         "ceiling_rate_per_s": held,
         "broke_at_step": broke,
         "slo_p95_ms": search.slo_p95_ms,
@@ -120,16 +197,22 @@ def ceiling(
 
 
 def ceiling_lines(found: dict[str, Any]) -> list[str]:
-    """The search as lines to print: a row per step, then the ceiling."""
-    lines = [
-        f"{'step':>4} {'rate/s':>8} {'calls':>6} {'done':>6} {'errors':>7} {'p95 ms':>8}  held"
-    ]
+    """The search as lines to print: a row per step (with the replicas' busy time per round
+    and busy share when they were read), then the ceiling and the simulation's."""
+    metered = any(row.get("replica_busy_ms_per_round") is not None for row in found["steps"])
+    head = f"{'step':>4} {'rate/s':>8} {'calls':>6} {'done':>6} {'errors':>7} {'p95 ms':>8}  held"
+    lines = [head + ("  busy ms/round  busy share" if metered else "")]
     for row in found["steps"]:
         p95 = "-" if row["p95_ms"] is None else f"{row['p95_ms']:.1f}"
-        lines.append(
+        line = (
             f"{row['step']:>4} {row['rate_per_s']:>8g} {row['started']:>6} {row['completed']:>6} "
-            f"{row['error_share']:>7.3f} {p95:>8}  {'yes' if row['held'] else 'no'}"
+            f"{row['error_share']:>7.3f} {p95:>8}  {'yes' if row['held'] else 'no ':<4}"
         )
+        if metered:
+            busy, share = row.get("replica_busy_ms_per_round"), row.get("replica_busy_share")
+            line += f" {'-' if busy is None else f'{busy:.2f}':>14} "
+            line += f"{'-' if share is None else f'{share:.2f}':>11}"
+        lines.append(line.rstrip())
     slo = f"p95 <= {found['slo_p95_ms']:g} ms, errors <= {found['max_error_share']:g}"
     rate = found["ceiling_rate_per_s"]
     lines.append(
@@ -141,13 +224,24 @@ def ceiling_lines(found: dict[str, Any]) -> list[str]:
         lines.append(
             "no step broke the SLO: the ceiling is above the last rate tried (--max-steps)"
         )
+    if found.get("replica_busy_ms_per_round") is not None:
+        lines.append(
+            f"replicas: {found['replica_busy_ms_per_round']:g} ms busy per round, "
+            f"{found['replica_cpu_ms_per_round']:g} ms of it on a CPU (the steps that held)"
+        )
     if found.get("prediction_error"):
         lines.append(f"simulation: no ceiling: {found['prediction_error']}")
     elif found.get("predicted_steps") and found.get("predicted_ceiling_rate_per_s") is None:
         lines.append("simulation: the same replicas miss the SLO from the first rate")
     if found.get("predicted_ceiling_rate_per_s") is not None:
+        round_ms = found.get("predicted_round_ms")
         lines.append(
             "simulation: the same replicas meet the SLO up to "
             f"{found['predicted_ceiling_rate_per_s']:g} calls/s"
+            + (
+                f" (a round of {round_ms:g} ms, {found['predicted_round_from']})"
+                if round_ms
+                else ""
+            )
         )
     return lines

@@ -45,6 +45,7 @@ from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
 from loadtest.labtab import tab
 from loadtest.labtab.control import ClusterControl, FaultRefused, TargetControl
 from loadtest.labtab.web_server import serve_with_head_deadline
+from loadtest.probes.replica_cpu import CpuMeter, children
 from loadtest.scenarios.summary import summarize
 from loadtest.swarm.call_relay import LOCAL_WORKER, CallCollector
 from loadtest.swarm.locust_stats import (
@@ -54,7 +55,7 @@ from loadtest.swarm.locust_stats import (
     write_html_report,
 )
 from loadtest.swarm.plan import LOCUST_MASTER_PORT, SwarmPlan
-from loadtest.swarm.rate_ceiling import RateSteps, ceiling
+from loadtest.swarm.rate_ceiling import REPLICA_READ_EVERY_S, RateSteps, ReplicaTime, ceiling
 from loadtest.swarm.shaped_run import ceiling_search, drive, shape_for
 from loadtest.swarm.target_mix import exported_mix
 from loadtest.swarm.user_classes import LOCUSTFILE, TARGET_USER_CLASS, USER_CLASSES
@@ -265,6 +266,7 @@ def _run_headless(
 ) -> dict[str, Any]:
     """Start the users, inject the fault on cue, stop after the duration; the summary."""
     runner = swarm.runner
+    meter = _replica_meter(swarm.cluster) if plan.find_ceiling else None
     started = time.time()
     shape = shape_for(config, plan, lambda: started, lambda: _collector(swarm).calls)
     if plan.fault:
@@ -279,6 +281,8 @@ def _run_headless(
     runner.stop()
     _wait_stopped(runner, swarm.env.stop_timeout + 30)
     ended = time.time()
+    if meter is not None:
+        meter.stop(0)
     await_worker_reports(runner, swarm.worker_ids)
     calls = _collector(swarm)
     summary = summarize(
@@ -305,10 +309,22 @@ def _run_headless(
     if plan.find_ceiling:
         steps = max(shape.judged, 1) if isinstance(shape, RateSteps) else 1
         search = ceiling_search(config, plan)
-        summary.update(ceiling(search, calls.calls, started, min(steps, plan.max_steps)))
+        readings = [ReplicaTime(*s) for s in meter.samples] if meter is not None else None
+        summary.update(ceiling(search, calls.calls, started, min(steps, plan.max_steps), readings))
     summary["workers"] = len(swarm.worker_ids)
     summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)
     return summary
+
+
+def _replica_meter(cluster: Cluster | None) -> CpuMeter | None:
+    """The lab's replicas' time (their CPU workers' too), read as the ceiling's steps run;
+    None against a target, whose processes this machine cannot read."""
+    if cluster is None:
+        return None
+    pids = [pid for r in cluster.replicas.values() if r.pid for pid in (r.pid, *children(r.pid))]
+    meter = CpuMeter(pids, every_s=REPLICA_READ_EVERY_S)
+    meter.start()
+    return meter
 
 
 def _collector(swarm: _Swarm) -> CallCollector:

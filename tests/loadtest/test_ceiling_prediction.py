@@ -1,15 +1,17 @@
 """The simulation's ceiling beside a swarm's: labsim's planner asked, rate by rate, whether
-the same replicas meet the same SLO."""
+the same replicas meet the same SLO, with the service time of a round the swarm's steps
+read on the replicas."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 from labsim.model.measured import DEFAULT_PATH
 from loadtest.config import LoadTestConfig
-from loadtest.scenarios.ceiling_prediction import predicted_ceiling
-
-pytestmark = pytest.mark.slow
+from loadtest.scenarios.ceiling_prediction import predicted_ceiling, service_round
+from loadtest.swarm.rate_ceiling import CeilingSearch, ReplicaTime, ceiling, ceiling_lines
 
 RATES = [float(k) for k in range(1, 21)]
 
@@ -22,6 +24,7 @@ def ceiling_for(round_ms: float, replicas: int = 1) -> dict:
     return predicted_ceiling(str(DEFAULT_PATH), config, RATES, 5 * round_ms, 0.01, round_ms)
 
 
+@pytest.mark.slow
 def test_one_worker_meets_the_slo_below_what_it_serves_and_stops_after() -> None:
     found = ceiling_for(100.0)  # one worker serves 10 calls/s at most
     rate = found["predicted_ceiling_rate_per_s"]
@@ -31,14 +34,79 @@ def test_one_worker_meets_the_slo_below_what_it_serves_and_stops_after() -> None
     assert steps[-1]["rate_per_s"] == rate + 1 and steps[-1]["p95_ms"] > 500
 
 
+@pytest.mark.slow
 def test_a_round_twice_as_long_halves_the_ceiling() -> None:
     """Against an SLO of as many rounds."""
     one = ceiling_for(100.0)["predicted_ceiling_rate_per_s"]
     assert ceiling_for(200.0)["predicted_ceiling_rate_per_s"] == pytest.approx(one / 2, abs=1)
 
 
+@pytest.mark.slow
 def test_a_second_replica_at_least_doubles_the_ceiling_below_what_both_serve() -> None:
     """Two replicas share their queue's ups and downs: more than twice one's ceiling."""
     one = ceiling_for(100.0)["predicted_ceiling_rate_per_s"]
     two = ceiling_for(100.0, replicas=2)["predicted_ceiling_rate_per_s"]
     assert 2 * one - 1 <= two < 20
+
+
+SEARCH = CeilingSearch(
+    rate_step_per_s=10.0, step_s=4.0, max_steps=3, slo_p95_ms=100.0, max_error_share=0.01
+)
+
+
+def served(t0: float, rate_per_s: float, latency_ms: float) -> list[dict[str, Any]]:
+    """A step's calls of one round each, at `rate_per_s` from `t0`."""
+    n = round(rate_per_s * SEARCH.step_s)
+    return [
+        {"started": t0 + i / rate_per_s, "ended": t0 + i / rate_per_s + latency_ms / 1e3,
+         "outcome": "completed", "latency_ms": latency_ms, "rounds": 1}
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def readings(t0: float, busy_per_s: list[float], cpu_share: float) -> list[ReplicaTime]:
+    """The replicas' time read twice a second, busy `busy_per_s[k]` of each second of step
+    k + 1, `cpu_share` of it on a CPU and the rest waiting for one."""
+    found, busy = [ReplicaTime(t0, 0.0, 0.0)], 0.0
+    for k in range(1, int(len(busy_per_s) * SEARCH.step_s * 2) + 1):
+        busy += busy_per_s[int((k - 1) / 2 // SEARCH.step_s)] / 2
+        found.append(ReplicaTime(t0 + k / 2, busy * cpu_share, busy * (1 - cpu_share)))
+    return found
+
+
+def test_each_step_says_what_a_round_took_of_the_replicas_and_the_held_ones_the_round() -> None:
+    """A round of 25 ms busy (20 of CPU): 10 calls/s keep the replica busy a quarter of
+    the time, 20 a half; the third step breaks, and its slower rounds are not the
+    simulation's (a queue's doing, not a round's)."""
+    t0 = 1000.0
+    calls = served(t0, 10, 30) + served(t0 + 4, 20, 60) + served(t0 + 8, 30, 400)
+    found = ceiling(SEARCH, calls, t0, 3, readings(t0, [0.25, 0.5, 1.0], cpu_share=0.8))
+    assert found["ceiling_rate_per_s"] == 20.0 and found["broke_at_step"] == 3
+    first, second, third = found["steps"]
+    assert first["replica_busy_ms_per_round"] == pytest.approx(25, rel=0.15)
+    assert first["replica_cpu_ms_per_round"] == pytest.approx(20, rel=0.15)
+    assert first["replica_busy_share"] == pytest.approx(0.25, abs=0.02)
+    assert second["replica_busy_share"] == pytest.approx(0.5, abs=0.02)
+    assert third["replica_busy_ms_per_round"] > 30
+    assert found["replica_busy_ms_per_round"] == pytest.approx(25, rel=0.1)
+    assert service_round(None, found) == (
+        found["replica_busy_ms_per_round"],
+        "the replicas' busy time per round in the steps that held",
+    )
+    lines = ceiling_lines(found)
+    assert lines[0].endswith("busy ms/round  busy share")
+    assert any(line.startswith("replicas: ") and "ms busy per round" in line for line in lines)
+
+
+def test_a_round_given_is_simulated_before_the_one_measured_and_neither_without_both() -> None:
+    assert service_round(12.5, {"replica_busy_ms_per_round": 30.0}) == (12.5, "as given")
+    assert service_round(None, {})[0] is None
+    assert service_round(None, {"replica_busy_ms_per_round": None})[0] is None
+
+
+def test_a_step_without_readings_of_the_replicas_has_no_busy_figures() -> None:
+    """Against a target the swarm cannot read its processes: the steps as before."""
+    found = ceiling(SEARCH, served(1000.0, 10, 30), 1000.0, 1)
+    assert "replica_busy_ms_per_round" not in found["steps"][0]
+    assert "replica_busy_ms_per_round" not in found
+    assert "busy" not in ceiling_lines(found)[0]
