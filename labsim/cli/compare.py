@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,9 @@ from labsim.cli.options import (
     overrides,
     round_overrides,
 )
+from labsim.cli.progress import announce
 from labsim.model.metrics import bounds, clipped_interval
+from labsim.model.simulation import ARCHITECTURES
 from labsim.study import experiments, scenarios
 
 # (summary metric, row label, divisor) in the `compare` table.
@@ -90,12 +91,20 @@ def run(args: argparse.Namespace) -> int:
     changes.update(round_overrides(args, changes))
     for name in names:
         scenarios.build(name, **changes)  # reject bad names and values before running
+    experiments.replication_seeds(args.seed, args.replications)  # and a bad count
+    architectures = len(ARCHITECTURES)
+    runs = len(names) * architectures * args.replications
+    announce(
+        "compare",
+        f"{len(names)} scenario{'s' if len(names) > 1 else ''} x {architectures} "
+        f"architectures x {args.replications} replications = {runs} runs",
+    )
     comparison = experiments.compare(
         names,
         args.replications,
         seed=args.seed,
         processes=args.processes,
-        progress=sys.stderr.isatty(),
+        progress=True,
         **changes,
     )
     pd.set_option("display.width", 200)

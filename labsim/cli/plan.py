@@ -18,12 +18,12 @@ import argparse
 import dataclasses
 import json
 import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from labsim.cli.options import PARAMS_HELP, PROCESSES_HELP, SET_HELP, add_command, set_pairs
+from labsim.cli.progress import announce
 from labsim.model import measured
 from labsim.study.capacity import plan
 from labsim.study.plan_inputs import plan_inputs
@@ -107,11 +107,17 @@ def run(args: argparse.Namespace) -> int:
     request = request_from(args)
     measurement = measured.load(args.params) if args.params else None
     plan_input = plan_inputs(measurement, set_pairs(args.set))
+    announce(
+        "plan",
+        "each architecture's latency floor, then fleets of growing size until each meets "
+        f"the SLO: {request.replications} runs a size (up to {request.max_replications} "
+        "where the verdict is close), one bar a step",
+    )
     answer = plan(
         request,
         plan_input,
         processes=args.processes,
-        progress=sys.stderr.isatty(),
+        progress=True,
         stated=stated_fields(args),
     )
     command = "python -m labsim " + shlex.join(getattr(args, "argv", ["plan"]))

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 import pandas as pd
 
 from labsim.cli.options import add_command
+from labsim.cli.progress import announce
 from labsim.model.checks import ParameterError
 from labsim.model.simulation import simulate
 from labsim.study import theory, validation
-from labsim.study.experiments import batch_means_interval
+from labsim.study.experiments import batch_means_interval, replication_seeds
 
 
 def add_to(commands: argparse._SubParsersAction) -> None:
@@ -86,12 +86,20 @@ def run_validate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if not args.scale > 0:
         raise ParameterError(f"scale must be > 0, got {args.scale!r}")
+    replication_seeds(args.seed, args.replications)  # a bad count, before announcing
+    cases = validation.standard_cases(args.scale)
+    deployments = len({(case.params, case.architecture) for case in cases})
+    announce(
+        "validate",
+        f"{len(cases)} cases against queueing theory: {deployments} deployments x "
+        f"{args.replications} replications = {deployments * args.replications} runs",
+    )
     verdicts = validation.validate(
-        validation.standard_cases(args.scale),
+        cases,
         replications=args.replications,
         seed=args.seed,
         level=args.level,
-        progress=sys.stderr.isatty(),
+        progress=True,
     )
     table = validation.verdict_table(verdicts)
     pd.set_option("display.width", 200)

@@ -155,6 +155,9 @@ def run_calibration(
     """Probe, service spread, three levels `repeats` times, held memory and a rolling
     upgrade; live beside simulated (each run's twin simulates about `simulated_calls`
     calls). The service-spread run lasts `spread_s` (the probe's duration unless given)."""
+    progress(
+        _plan_line(arch, probe_s, spread_s or probe_s, utilizations, repeats, duration_s, upgrade_s)
+    )
     probes = []
     for repeat in range(repeats):
         progress(
@@ -216,6 +219,30 @@ def run_calibration(
     report["machine"] = {"cpus": os.cpu_count(), "load_average": os.getloadavg()}
     report["at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return report
+
+
+def _plan_line(
+    arch: str,
+    probe_s: float,
+    spread_s: float,
+    utilizations: tuple[float, ...],
+    repeats: int,
+    duration_s: float,
+    upgrade_s: float,
+) -> str:
+    """What a calibration is about to run, said before its first run: each kind of live
+    run and how many, and the minutes of load they offer in all."""
+    upgrades = repeats if upgrade_s > 0 else 0
+    runs = repeats + 1 + len(utilizations) * repeats + upgrades
+    load_s = repeats * probe_s + spread_s + len(utilizations) * repeats * duration_s
+    load_s += upgrades * upgrade_s
+    held = ", the held calls' memory" if arch != "mrtr" else ""
+    return (
+        f"calibrate {arch}: {runs} live runs ({repeats} probes of {probe_s:g} s, one "
+        f"service-spread run of {spread_s:g} s, {len(utilizations)} levels x {repeats} of "
+        f"{duration_s:g} s, {upgrades} rolling upgrades of {upgrade_s:g} s{held}): "
+        f"{load_s / 60:.1f} min of load, besides starting and stopping each cluster"
+    )
 
 
 def run_levels(

@@ -309,3 +309,24 @@ def test_a_disturbed_service_spread_leaves_no_level_reported(twins_simulated_onc
     flags = _disturbed(fit, levels, spread_wait=0.29, typical=0.04)
     assert "service spread" in flags[0]
     assert levels[0]["ratio"] == {"throughput": None, "p50_ms": None, "p95_ms": None}
+
+
+def test_a_calibration_says_what_it_will_run_before_its_first_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from loadtest.calibration import calibrate
+
+    said: list[str] = []
+
+    def first_run(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise RuntimeError("the first live run")
+
+    monkeypatch.setattr(calibrate, "run_level", first_run)
+    with pytest.raises(RuntimeError, match="the first live run"):
+        run_calibration(
+            "sticky", duration_s=30, probe_s=15, upgrade_s=16, repeats=3, progress=said.append
+        )
+    # 3 probes, a spread run, 3 levels x 3, 3 upgrades: 16 runs; 45 + 15 + 270 + 48 s of load.
+    assert said[0].startswith("calibrate sticky: 16 live runs (3 probes of 15 s")
+    assert "6.3 min of load" in said[0] and "held calls" in said[0]
+    assert said[1].startswith("probe 1/3")
