@@ -102,9 +102,10 @@ class SwarmPlan(TargetCallers):
     predict_round_ms: float | None = setting(
         None,
         metavar="MS",
-        help="--find-ceiling --params: the server work of one round the simulation assumes, "
-        "as measured on these replicas (default: --tool-cpu-ms and the parameter file's "
-        "request overhead)",
+        help="--find-ceiling --params: the service time of one round the simulation assumes "
+        "(default: on the lab's cluster, the replicas' busy time per round, CPU and wait for "
+        "a CPU, in the steps that held; against a target, --tool-cpu-ms and the parameter "
+        "file's request overhead)",
     )
     start_users: bool = setting(
         False,
