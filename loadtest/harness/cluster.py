@@ -25,6 +25,7 @@ caller without a token is the one anonymous principal.
 from __future__ import annotations
 
 import base64
+import math
 import os
 import secrets
 import tempfile
@@ -37,7 +38,13 @@ from typing import Any
 import httpx
 
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
+from loadtest.harness.haproxy import (
+    CONNECTIONS_PER_SOURCE,
+    Backend,
+    HAProxy,
+    RuntimeApi,
+    render_config,
+)
 from loadtest.harness.redis_server import RedisServer
 from server.config import ServerConfig
 from server.flags import to_argv
@@ -139,6 +146,15 @@ class Cluster:
         return self.config.lb_idle_timeout_s if self.config.scenario == "idle-timeout" else 60.0
 
     @property
+    def connections_per_source(self) -> int:
+        """The edge's bound on one source address's open connections: the run's own users
+        all call from 127.0.0.1, so it holds them with room (four connections a user, two
+        seconds of an open loop's arrivals), and never less than HAProxy's default bound."""
+        users = 4 * self.config.locust_users
+        arrivals = math.ceil(2 * self.config.rate_per_s)
+        return max(CONNECTIONS_PER_SOURCE, users, arrivals)
+
+    @property
     def names(self) -> list[str]:
         return list(self.replicas)
 
@@ -171,6 +187,7 @@ class Cluster:
                 health_check_timeout_ms=self.config.health_check_timeout_ms,
                 # The replicas' own limit refuses first: HAProxy queues only beyond it.
                 max_connections_per_server=max(512, self.config.max_connections or 0),
+                max_connections_per_source=self.connections_per_source,
             )
             self.lb = HAProxy(text, self.workdir).start(self.api.socket_path, self.server_cpus)
             self.wait_all_up()

@@ -24,6 +24,10 @@ from pathlib import Path
 from server.harness.process import ChildProcess, pinned
 
 BACKEND = "replicas"
+#: Connections one source address may hold open at the edge before its requests are held
+#: and refused there (`render_config`): far above what one client needs, far below a
+#: socket attack's thousand.
+CONNECTIONS_PER_SOURCE = 256
 
 
 @dataclass(frozen=True)
@@ -45,12 +49,15 @@ def render_config(
     stream_timeout_s: float = 60.0,
     max_connections_per_server: int = 512,
     request_timeout_s: float = 10.0,
+    max_connections_per_source: int = CONNECTIONS_PER_SOURCE,
 ) -> str:
     """An haproxy.cfg for the lab's cluster.
 
     `request_timeout_s` bounds a whole request, headers and body, from its first byte: it
     matches the replicas' own header and body timeouts (`--header-timeout-s`,
-    `--body-timeout-s`).
+    `--body-timeout-s`). `max_connections_per_source` bounds the connections one source
+    address holds open at once: a request that comes on a connection beyond it is held at
+    the edge (the tarpit) for `request_timeout_s` and answered 429, never passed on.
     """
     cookie = "    cookie SERVERID insert indirect nocache\n" if sticky else ""
     servers = "".join(
@@ -79,6 +86,10 @@ defaults
     timeout server {round(stream_timeout_s * 1000)}ms
     timeout http-keep-alive 10s
     timeout queue 5s
+    # A request held for its source's excess (the frontend's tarpit) waits this long, then
+    # gets its 429: a source that reopens each refused connection at once cannot make the
+    # edge spin.
+    timeout tarpit {round(request_timeout_s * 1000)}ms
     # A health check waits behind the requests a busy replica has queued: a replica that
     # is slow but alive stays in rotation (a crashed one refuses the connection at once).
     timeout check {health_check_timeout_ms}ms
@@ -96,6 +107,13 @@ defaults
 
 frontend mcp
     bind 127.0.0.1:{lb_port}
+    # Connections per source address. One source's sockets that hold requests open (a body
+    # that stalls after a burst passes the buffer and reaches a replica) would otherwise
+    # fill every replica's slots; past its bound, a source's requests are held here and
+    # refused, costing the replicas nothing, while every other source is served.
+    stick-table type ip size 100k expire 30s store conn_cur
+    tcp-request connection track-sc0 src
+    http-request tarpit deny_status 429 if {{ sc0_conn_cur gt {max_connections_per_source} }}
     default_backend {BACKEND}
 
 backend {BACKEND}

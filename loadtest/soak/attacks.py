@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import selectors
-import socket
 import subprocess
 import sys
 import threading
@@ -36,9 +34,11 @@ from typing import Any
 
 import httpx
 
+from loadtest.soak.attacker import YES, connect, transport
+from loadtest.soak.held_sockets import hold
 from loadtest.soak.stall_attacks import burst_stall, drip, small_cpu, subscription_growth
 from loadtest.soak.status_line import status_of
-from server.client import SEED, Exchange, Handlers, McpError, MrtrClient, accept, task_capabilities
+from server.client import SEED, Exchange, McpError, MrtrClient, task_capabilities
 from server.harness.process import ChildProcess, raise_file_limit
 
 ATTACKS = (
@@ -53,13 +53,6 @@ ATTACKS = (
 )
 
 
-def _yes(params: dict[str, Any]) -> dict[str, Any]:
-    fields = (params.get("requestedSchema") or {}).get("properties", {})
-    return accept(**{k: v.get("type") == "boolean" or "mallory" for k, v in fields.items()})
-
-
-#: The attacker's answer to every question: yes (or its name).
-YES = Handlers(elicit=_yes)
 #: Seconds between two waves of abandoned waits: far less than the 30 s one wave held a
 #: replica before waits noticed their clients leaving (so that then the replicas were
 #: never free), and enough apart that the soak measures what the waits hold, not how
@@ -123,7 +116,7 @@ def raw_request(method: str, params: dict[str, Any], capabilities: dict[str, Any
 
 def tool_cap(url: str, tool: str, argument: str) -> float:
     """The largest value of `argument` the server's `tool` accepts (its schema's maximum)."""
-    with MrtrClient(url) as client:
+    with MrtrClient(url, transport=transport()) as client:
         tools = {t["name"]: t for t in client.list_tools()}
     return float(tools[tool]["inputSchema"]["properties"][argument]["maximum"])
 
@@ -134,38 +127,7 @@ def slow_bodies(host: str, port: int, seconds: float, sockets: int, report: Atta
         b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"Content-Length: 100\r\n\r\n{"
     )
-    selector = selectors.DefaultSelector()
-
-    def open_one() -> None:
-        with contextlib.suppress(OSError):
-            sock = socket.create_connection((host, port), timeout=5)
-            sock.sendall(head)
-            sock.setblocking(False)
-            selector.register(sock, selectors.EVENT_READ)
-            report.sent += 1
-
-    deadline = time.monotonic() + seconds
-    for _ in range(sockets):
-        open_one()
-    try:
-        while time.monotonic() < deadline:
-            for key, _ in selector.select(timeout=0.1):
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
-                try:
-                    first = sock.recv(64)
-                except OSError:
-                    first = b""
-                report.answers[status_of(first)] += 1
-                selector.unregister(sock)
-                sock.close()
-                if time.monotonic() < deadline:
-                    open_one()
-    finally:
-        for key in list(selector.get_map().values()):
-            key.fileobj.close()  # type: ignore[union-attr]
-            report.answers["left"] += 1
-        selector.close()
+    hold(host, port, seconds, sockets, report, lambda _: head)
 
 
 def working_task(url: str) -> str:
@@ -176,7 +138,7 @@ def working_task(url: str) -> str:
         "task": {"ttl": 120_000},
     }
     exchange = Exchange("tools/call", params, task_capabilities(YES.capabilities(), SEED))
-    with MrtrClient(url, handlers=YES) as client:
+    with MrtrClient(url, handlers=YES, transport=transport()) as client:
         result = client.run(exchange).result or {}
     return str(result["task"]["taskId"])
 
@@ -198,7 +160,7 @@ def abandoned_waits(
         for _ in range(sockets):
             if time.monotonic() >= deadline:
                 break
-            with contextlib.suppress(OSError), socket.create_connection((host, port)) as sock:
+            with contextlib.suppress(OSError), connect(host, port, None) as sock:
                 sock.sendall(request)
                 report.sent += 1
                 report.answers["left"] += 1
@@ -216,7 +178,9 @@ def cpu_heavy(host: str, port: int, seconds: float, sockets: int, report: Attack
     lock = threading.Lock()
 
     def caller(index: int) -> None:
-        with MrtrClient(url, handlers=YES, backoff_s=0.01, max_rounds=64) as client:
+        with MrtrClient(
+            url, handlers=YES, backoff_s=0.01, max_rounds=64, transport=transport()
+        ) as client:
             turn = index
             while time.monotonic() < deadline:
                 tool, arguments = heavy[turn % len(heavy)]
@@ -271,7 +235,7 @@ def oversized(host: str, port: int, seconds: float, sockets: int, report: Attack
 
     def send_raw(data: bytes) -> str:
         try:
-            with socket.create_connection((host, port), timeout=10) as sock:
+            with connect(host, port, 10) as sock:
                 with contextlib.suppress(OSError):
                     sock.sendall(data)
                 return status_of(sock.recv(64))
@@ -279,7 +243,7 @@ def oversized(host: str, port: int, seconds: float, sockets: int, report: Attack
             return "closed"
 
     def sender() -> None:
-        with httpx.Client(timeout=10) as http:
+        with httpx.Client(timeout=10, transport=transport()) as http:
             while time.monotonic() < deadline:
                 for kind, make in (
                     ("16 MiB header", lambda: send_raw(huge_header)),

@@ -14,44 +14,23 @@
 
 from __future__ import annotations
 
-import contextlib
-import selectors
-import socket
 import threading
 import time
-from collections import Counter
-from typing import Any, Protocol
 
 import httpx
 
-from loadtest.soak.status_line import status_of
-from server.client import Handlers, LegacyClient, McpError, MrtrClient, accept
+from loadtest.soak.attacker import YES, transport
+from loadtest.soak.held_sockets import Report, hold
+from server.client import LegacyClient, McpError, MrtrClient
 
 #: The body a stalled request declares, and the burst it sends before it stalls.
 DECLARED_BYTES = 1 << 20
 BURST_BYTES = 100 * 1024
-#: The drip's bytes per second per socket, and how often it sends them.
+#: The drip's bytes per second per socket.
 DRIP_PER_S = 1200
-DRIP_EVERY_S = 0.25
 #: The small CPU calls' rate and size.
 SMALL_CPU_PER_S = 65.0
 SMALL_CPU_MS = 10
-
-
-def _yes(params: dict[str, Any]) -> dict[str, Any]:
-    fields = (params.get("requestedSchema") or {}).get("properties", {})
-    return accept(**{k: v.get("type") == "boolean" or "mallory" for k, v in fields.items()})
-
-
-#: The attacker's answer to every question: yes (or its name).
-YES = Handlers(elicit=_yes)
-
-
-class Report(Protocol):
-    """What an attack counts (`loadtest.soak.attacks.AttackReport`)."""
-
-    sent: int
-    answers: Counter[str]
 
 
 def _head(declared: int) -> bytes:
@@ -61,63 +40,16 @@ def _head(declared: int) -> bytes:
     )
 
 
-def _held(
-    host: str, port: int, seconds: float, sockets: int, report: Report, burst: bytes, drip: int
-) -> None:
-    """Keep `sockets` requests open: each sends its head and `burst` at once, then `drip`
-    bytes a second (0: nothing); one the cluster closes is counted and reopened."""
-    selector = selectors.DefaultSelector()
-    opened: list[socket.socket] = []
-
-    def open_one() -> None:
-        with contextlib.suppress(OSError):
-            sock = socket.create_connection((host, port), timeout=5)
-            sock.sendall(_head(DECLARED_BYTES) + burst)
-            sock.setblocking(False)
-            selector.register(sock, selectors.EVENT_READ)
-            opened.append(sock)
-            report.sent += 1
-
-    deadline = time.monotonic() + seconds
-    for _ in range(sockets):
-        open_one()
-    next_drip = time.monotonic() + DRIP_EVERY_S
-    try:
-        while time.monotonic() < deadline:
-            for key, _ in selector.select(timeout=0.05):
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
-                try:
-                    first = sock.recv(64)
-                except OSError:
-                    first = b""
-                report.answers[status_of(first)] += 1
-                selector.unregister(sock)
-                opened.remove(sock)
-                sock.close()
-                if time.monotonic() < deadline:
-                    open_one()
-            if drip and time.monotonic() >= next_drip:
-                next_drip += DRIP_EVERY_S
-                chunk = b" " * round(drip * DRIP_EVERY_S)
-                for sock in list(opened):
-                    with contextlib.suppress(OSError):
-                        sock.send(chunk)
-    finally:
-        for key in list(selector.get_map().values()):
-            key.fileobj.close()  # type: ignore[union-attr]
-            report.answers["left"] += 1
-        selector.close()
-
-
 def burst_stall(host: str, port: int, seconds: float, sockets: int, report: Report) -> None:
     """`sockets` requests that send 100 KiB of their body with the head, then stall."""
-    _held(host, port, seconds, sockets, report, b"{" + b" " * (BURST_BYTES - 1), 0)
+    opening = _head(DECLARED_BYTES) + b"{" + b" " * (BURST_BYTES - 1)
+    hold(host, port, seconds, sockets, report, lambda _: opening)
 
 
 def drip(host: str, port: int, seconds: float, sockets: int, report: Report) -> None:
     """`sockets` requests whose body drips in at 1,200 bytes a second each."""
-    _held(host, port, seconds, sockets, report, b"{", DRIP_PER_S)
+    opening = _head(DECLARED_BYTES) + b"{"
+    hold(host, port, seconds, sockets, report, lambda _: opening, DRIP_PER_S)
 
 
 def small_cpu(host: str, port: int, seconds: float, sockets: int, report: Report) -> None:
@@ -128,7 +60,9 @@ def small_cpu(host: str, port: int, seconds: float, sockets: int, report: Report
     gap_s = sockets / SMALL_CPU_PER_S
 
     def caller() -> None:
-        with MrtrClient(url, handlers=YES, backoff_s=0.01, max_rounds=64) as client:
+        with MrtrClient(
+            url, handlers=YES, backoff_s=0.01, max_rounds=64, transport=transport()
+        ) as client:
             while time.monotonic() < deadline:
                 started = time.monotonic()
                 try:
@@ -171,7 +105,7 @@ def subscription_growth(host: str, port: int, seconds: float, sockets: int, repo
         turn = 0
         while time.monotonic() < deadline:
             try:
-                with LegacyClient(url) as session:
+                with LegacyClient(url, transport=transport()) as session:
                     while time.monotonic() < deadline:
                         size = SUBSCRIPTION_URI_BYTES[turn % len(SUBSCRIPTION_URI_BYTES)]
                         uri = f"file:///grow/{index}/{turn}/" + "a" * size
