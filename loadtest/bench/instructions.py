@@ -19,10 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 
+from loadtest.bench.commit_tree import CommitTree, checked_out
 from loadtest.bench.rounds import KINDS
 from loadtest.bench.targets import RunningTarget, target
 from loadtest.config import LoadTestError
@@ -38,10 +40,10 @@ WARM_REQUESTS = 20
 class CountedTarget(RunningTarget):
     """A server of the bench started under callgrind, counting nothing until asked."""
 
-    def __init__(self, name: str, out_dir: Path) -> None:
+    def __init__(self, name: str, out_dir: Path, tree: CommitTree | None = None) -> None:
         port = free_port()
-        server = target(name, port)
-        self.out = out_dir / f"callgrind.{name}"
+        server = tree.target(port) if tree is not None else target(name, port)
+        self.out = out_dir / f"callgrind.{name.replace('@', '-')}"
         # String hashes seeded alike in every run, so dicts and sets lay out the same way
         # and two runs count alike.
         server.environment = {**server.environment, "PYTHONHASHSEED": "0"}
@@ -101,8 +103,12 @@ def count_instructions(
     servers: tuple[str, ...] = ("bare", "lab"),
     kinds: tuple[str, ...] = KINDS,
     requests: int = 200,
+    compare_commits: tuple[str, ...] = (),
 ) -> dict[str, dict[str, float]]:
-    """Instructions per request of each round kind on each server, counted live."""
+    """Instructions per request of each round kind on each server, counted live.
+
+    `compare_commits` adds the lab of each of those commits (`loadtest.bench.commit_tree`).
+    """
     others = [name for name in servers if name not in PYTHON_SERVERS]
     if others:
         raise LoadTestError(
@@ -112,10 +118,14 @@ def count_instructions(
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise RuntimeError("valgrind (callgrind) is not installed")
     counts: dict[str, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="mrtr-instructions-") as tmp:
-        for name in servers:
+    with tempfile.TemporaryDirectory(prefix="mrtr-instructions-") as tmp, ExitStack() as trees:
+        counted: list[tuple[str, CommitTree | None]] = [(name, None) for name in servers]
+        for rev in compare_commits:
+            other = trees.enter_context(checked_out(rev))
+            counted.append((other.name, other))
+        for name, tree in counted:
             print(f"counting {name} under callgrind ...", file=sys.stderr, flush=True)
-            server = CountedTarget(name, Path(tmp))
+            server = CountedTarget(name, Path(tmp), tree)
             try:
                 counts[name] = {kind: server.count(kind, requests) for kind in kinds}
             finally:

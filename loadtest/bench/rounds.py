@@ -3,6 +3,7 @@
 | kind     | request                                          | the server ...                     |
 |----------|--------------------------------------------------|------------------------------------|
 | `round1` | `get_weather`, first round                       | asks `github_login`; no state      |
+| `retry`  | `get_weather` retried with the login answered    | completes (the seed's round trip)  |
 | `seal`   | `update_work_item` round 2 (resolution answered) | asks `duplicate_of`, seals a state |
 | `open`   | `update_work_item` round 3 (state + answer)      | opens the state and completes      |
 | `shed`   | `crunch` retried with its state, nothing asked   | opens, does a unit of work, sheds  |
@@ -67,7 +68,7 @@ class Round:
         return headers_for(self.tool)
 
 
-KINDS = ("round1", "seal", "open", "shed")
+KINDS = ("round1", "retry", "seal", "open", "shed")
 
 
 def headers_for(tool: str) -> dict[str, str]:
@@ -113,6 +114,7 @@ def rounds_for(url: str, *, ceiling: bool = False, http: Any = httpx) -> dict[st
     same bodies (as long as the lab's) without a conversation.
     """
     weather = call_body(1)
+    login = {"github_login": _accept(name="octocat")}
     resolved = {"resolution": _accept(resolution="Duplicate")}
     seal = call_body(2, "update_work_item", WORK_ITEM, inputResponses=resolved)
     crunch = call_body(3, "crunch", {"units": CRUNCH_UNITS})
@@ -120,14 +122,17 @@ def rounds_for(url: str, *, ceiling: bool = False, http: Any = httpx) -> dict[st
         placeholder = {"requestState": "k." + "A" * 400}
         open_ = call_body(4, "update_work_item", WORK_ITEM, **placeholder)
         shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **placeholder)
-        bodies = {"round1": weather, "seal": seal, "open": open_, "shed": shed}
+        retry = call_body(6, "get_weather", inputResponses=login)
+        bodies = {"round1": weather, "retry": retry, "seal": seal, "open": open_, "shed": shed}
         return {k: Round(k, b["params"]["name"], b, "complete") for k, b in bodies.items()}
+    retry = call_body(6, "get_weather", inputResponses=login, **_state(post(url, weather, http)))
     sealed = post(url, seal, http)
     answered = {"duplicate_of": _accept(duplicateOfId=17)}
     open_ = call_body(4, "update_work_item", WORK_ITEM, inputResponses=answered, **_state(sealed))
     shed = call_body(5, "crunch", {"units": CRUNCH_UNITS}, **_state(post(url, crunch, http)))
     return {
         "round1": Round("round1", "get_weather", weather, "input_required"),
+        "retry": Round("retry", "get_weather", retry, "complete"),
         "seal": Round("seal", "update_work_item", seal, "input_required"),
         "open": Round("open", "update_work_item", open_, "complete"),
         "shed": Round("shed", "crunch", shed, "input_required"),

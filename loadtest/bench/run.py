@@ -21,9 +21,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from contextlib import ExitStack
 from statistics import median
 from typing import Any
 
+from loadtest.bench.commit_tree import CommitTree, checked_out
 from loadtest.bench.microbench import in_process_microbench, seal_open_microbench
 from loadtest.bench.rounds import KINDS
 from loadtest.bench.targets import (
@@ -45,13 +47,15 @@ WARM_UP_CYCLES = 8
 WARM_WITHIN = 0.15
 
 
-def warm_up(server: RunningTarget, connections: int) -> int:
-    """Drive every round of `server` until its req/s settles; the number of cycles it took."""
+def warm_up(server: RunningTarget, connections: int, kinds: tuple[str, ...] = KINDS) -> int:
+    """Drive the rounds `kinds` of `server` until its req/s settles; the cycles it took."""
     previous = None
     for cycle in range(1, WARM_UP_CYCLES + 1):
         total = sum(
-            run_wrk(server.url, timed, duration_s=1, connections=connections)["requests_per_s"]
-            for timed in server.rounds.values()
+            run_wrk(server.url, server.rounds[kind], duration_s=1, connections=connections)[
+                "requests_per_s"
+            ]
+            for kind in kinds
         )
         if previous is not None and abs(total - previous) <= WARM_WITHIN * previous:
             return cycle
@@ -60,20 +64,32 @@ def warm_up(server: RunningTarget, connections: int) -> int:
 
 
 def bench_servers(
-    names: tuple[str, ...], *, duration_s: float, connections: int, passes: int
+    names: tuple[str, ...],
+    *,
+    duration_s: float,
+    connections: int,
+    passes: int,
+    kinds: tuple[str, ...] = KINDS,
+    commits: tuple[CommitTree, ...] = (),
 ) -> dict[str, dict[str, Any]]:
-    """Every server and round kind, timed in interleaved passes; every pass kept."""
+    """Every server and round kind, timed in interleaved passes; every pass kept.
+
+    `commits` are the lab at other commits, timed in the same passes as today's.
+    """
     running: list[RunningTarget] = []
     try:
         for name in names:
             port = free_port()
             running.append(RunningTarget(target(name, port), port))
+        for tree in commits:
+            port = free_port()
+            running.append(RunningTarget(tree.target(port), port))
         for r in running:
-            warm_up(r, connections)
+            warm_up(r, connections, kinds)
         report: dict[str, dict[str, Any]] = {r.target.name: {} for r in running}
         for n in range(passes):
             print(f"  pass {n + 1}/{passes}", file=sys.stderr, flush=True)
-            for kind in KINDS:
+            for kind in kinds:
                 for r in running:
                     sample = r.timed(kind, duration_s=duration_s, connections=connections)
                     report[r.target.name].setdefault(kind, []).append(sample)
@@ -92,17 +108,25 @@ def _spread(per_pass: list[float]) -> dict[str, float]:
     return {"median": median(per_pass), "min": min(per_pass), "max": max(per_pass)}
 
 
+def _over(server: list[dict[str, float]], bare: list[dict[str, float]]) -> dict[str, float]:
+    """One server's req/s over bare's, pass by pass: the median and the range."""
+    return _spread(
+        [s["requests_per_s"] / b["requests_per_s"] for s, b in zip(server, bare, strict=True)]
+    )
+
+
 def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, Any]:
     """Medians, the lab's ratios to each peer (median and spread over passes) and tails."""
+    kinds = tuple(passes["lab"])
     servers = {
-        name: {kind: {**_median_pass(s), "passes": s} for kind, s in kinds.items()}
-        for name, kinds in passes.items()
+        name: {kind: {**_median_pass(s), "passes": s} for kind, s in per_kind.items()}
+        for name, per_kind in passes.items()
     }
     ratios: dict[str, dict[str, float]] = {}
     for peer in passes:
         if peer == "lab":
             continue
-        for kind in KINDS:
+        for kind in kinds:
             per_pass = [
                 lab["requests_per_s"] / other["requests_per_s"]
                 for lab, other in zip(passes["lab"][kind], passes[peer][kind], strict=True)
@@ -117,7 +141,7 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
                     cpu_median=median(cpu), cpu_min=min(cpu), cpu_max=max(cpu)
                 )
     tails = {}
-    for kind in KINDS:
+    for kind in kinds:
         spread = {name: [s["p99_ms"] / s["p50_ms"] for s in passes[name][kind]] for name in passes}
         tails[kind] = {name: median(v) for name, v in spread.items()}
         if "bare" in spread:
@@ -125,18 +149,18 @@ def summarise(passes: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str,
                 lab / bare for lab, bare in zip(spread["lab"], spread["bare"], strict=True)
             ]
             tails[kind]["lab/bare"] = median(lab_over_bare)
-    report = {"servers": servers, "ratios": ratios, "p99_over_p50": tails}
-    if "floor" in passes and "bare" in passes:
-        # What the state's work alone costs against bare, from the same passes.
-        report["floor_over_bare"] = {
-            kind: _spread(
-                [
-                    floor["requests_per_s"] / bare["requests_per_s"]
-                    for floor, bare in zip(passes["floor"][kind], passes["bare"][kind], strict=True)
-                ]
-            )
-            for kind in KINDS
+    report: dict[str, Any] = {"servers": servers, "ratios": ratios, "p99_over_p50": tails}
+    if "bare" in passes:
+        # Each server against bare from the same passes: what the floor's state work alone
+        # costs, and where the lab at another commit stood.
+        over_bare = {
+            name: {kind: _over(passes[name][kind], passes["bare"][kind]) for kind in kinds}
+            for name in passes
+            if name != "bare"
         }
+        report["over_bare"] = over_bare
+        if "floor" in over_bare:
+            report["floor_over_bare"] = over_bare["floor"]
     lab = passes.get("lab", {})
     if lab and all("gc_collections_gen0" in s for samples in lab.values() for s in samples):
         report["lab_gc_per_10k_requests"] = {
@@ -159,8 +183,13 @@ def run_bench(
     passes: int = 3,
     servers: tuple[str, ...] = SERVERS,
     micro: bool = True,
+    kinds: tuple[str, ...] = KINDS,
+    compare_commits: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The whole benchmark: servers side by side in interleaved passes, then microbenchmarks."""
+    """The whole benchmark: servers side by side in interleaved passes, then microbenchmarks.
+
+    `compare_commits` names other commits whose lab runs in the same passes as today's.
+    """
     if shutil.which("wrk") is None:
         raise RuntimeError("wrk is not installed (make setup installs it)")
     known = SERVERS + OPTIONAL_SERVERS
@@ -171,6 +200,9 @@ def run_bench(
     names = tuple(name for name in servers if name not in skipped)
     if "lab" not in names:
         raise LoadTestError("the bench compares the lab's server with its peers: include lab")
+    odd = [kind for kind in kinds if kind not in KINDS]
+    if odd or not kinds:
+        raise LoadTestError(f"unknown round {', '.join(odd)}: choose from {', '.join(KINDS)}")
     report: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "stack": "uvicorn " + " ".join(STACK),
@@ -179,8 +211,19 @@ def run_bench(
         "passes": passes,
         "missing": skipped,
     }
-    print(f"benchmarking {', '.join(names)} ...", file=sys.stderr, flush=True)
-    timed = bench_servers(names, duration_s=duration_s, connections=connections, passes=passes)
+    with ExitStack() as trees:
+        commits = tuple(trees.enter_context(checked_out(rev)) for rev in compare_commits)
+        report["commits"] = {tree.name: tree.commit for tree in commits}
+        shown = [*names, *(tree.name for tree in commits)]
+        print(f"benchmarking {', '.join(shown)} ...", file=sys.stderr, flush=True)
+        timed = bench_servers(
+            names,
+            duration_s=duration_s,
+            connections=connections,
+            passes=passes,
+            kinds=kinds,
+            commits=commits,
+        )
     report.update(summarise(timed))
     if micro:
         report["request_state"] = seal_open_microbench()

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -67,6 +68,7 @@ class Target:
     command: list[str]
     health_path: str | None
     environment: dict[str, str]
+    cwd: Path | None = None  # where it starts: another commit's tree, or here
 
 
 def target(name: str, port: int) -> Target:
@@ -104,6 +106,7 @@ class RunningTarget(ChildProcess):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            cwd=server.cwd,
         )
         try:
             _wait_for(self.url, server, self.process, start_timeout_s)

@@ -50,6 +50,20 @@ def _add_bench(commands: Any) -> None:
         "bare,lab,sdk,ts,ts-hmac; with --instructions, bare,lab)",
     )
     options.add_argument(
+        "--rounds",
+        default=None,
+        help="a comma-separated subset of the round kinds round1,retry,seal,open,shed "
+        "(default: all)",
+    )
+    options.add_argument(
+        "--compare-commit",
+        action="append",
+        default=[],
+        metavar="REV",
+        help="also run the lab's server of commit REV (its server package, extracted apart) "
+        "in the same passes as today's, named lab@REV; repeatable (default: none)",
+    )
+    options.add_argument(
         "--held",
         type=int,
         default=0,
@@ -129,6 +143,7 @@ def _add_soak(commands: Any) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     from loadtest.bench.report import print_report
+    from loadtest.bench.rounds import KINDS
     from loadtest.bench.run import run_bench
     from loadtest.bench.targets import SERVERS
 
@@ -143,7 +158,12 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.instructions:
         from loadtest.bench.instructions import count_instructions, print_instructions
 
-        counts = count_instructions(servers=chosen or ("bare", "lab"), requests=args.instructions)
+        counts = count_instructions(
+            servers=chosen or ("bare", "lab"),
+            kinds=tuple(args.rounds.split(",")) if args.rounds else KINDS,
+            requests=args.instructions,
+            compare_commits=tuple(args.compare_commit),
+        )
         write_json(counts, args.json)
         print_instructions(counts, args.instructions)
         return 0
@@ -159,6 +179,8 @@ def run_bench(args: argparse.Namespace) -> int:
         connections=args.connections,
         passes=args.passes,
         servers=chosen or SERVERS,
+        kinds=tuple(args.rounds.split(",")) if args.rounds else KINDS,
+        compare_commits=tuple(args.compare_commit),
     )
     write_json(report, args.json)
     print_report(report)

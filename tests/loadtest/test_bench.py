@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -222,3 +223,58 @@ def test_instructions_are_counted_on_python_servers_only() -> None:
 
     with pytest.raises(LoadTestError, match="not ts-hmac"):
         count_instructions(servers=("bare", "ts-hmac"), requests=5)
+
+
+def test_an_older_server_is_given_only_the_bench_options_it_knows() -> None:
+    from loadtest.bench.commit_tree import known_options
+
+    options = ["--shed-every-units", "1", "--max-cpu-calls-per-principal", "0"]
+    older_help = "  --shed-every-units N  units before shedding\n  --rate-per-principal PER_S"
+    assert known_options(options, older_help) == ["--shed-every-units", "1"]
+    assert known_options(options, older_help + "\n  --max-cpu-calls-per-principal N") == options
+
+
+def test_a_commit_that_does_not_exist_is_refused_before_anything_starts() -> None:
+    from loadtest.bench.commit_tree import checked_out
+    from loadtest.config import LoadTestError
+
+    with pytest.raises(LoadTestError, match="no commit"), checked_out("no-such-revision"):
+        pass
+
+
+def test_another_commit_is_reported_over_bare_from_the_same_passes(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    passes = {
+        "bare": {kind: [_pass(1000), _pass(500), _pass(800)] for kind in ("round1", "retry")},
+        "lab": {kind: [_pass(800), _pass(450), _pass(400)] for kind in ("round1", "retry")},
+        "lab@abc1234": {kind: [_pass(900), _pass(500), _pass(600)] for kind in ("round1", "retry")},
+    }
+    report = summarise(passes)
+    assert report["over_bare"]["lab@abc1234"]["retry"] == {"median": 0.9, "min": 0.75, "max": 1.0}
+    assert report["over_bare"]["lab"]["round1"]["median"] == 0.8
+    assert report["ratios"]["lab/lab@abc1234 round1"]["median"] == pytest.approx(8 / 9)
+    report.update(commits={"lab@abc1234": "abc1234" + "0" * 33}, connections=10, duration_s=1)
+    report.update(passes=3, missing={}, stack="uvicorn")
+    print_report(report)
+    printed = capsys.readouterr().out
+    assert "each server's req/s over bare's" in printed
+    assert "\nlab@abc1234 0.90x (0.75-1.00)    0.90x (0.75-1.00)\n" in printed
+
+
+@pytest.mark.integration
+def test_another_commits_server_runs_from_its_own_tree_which_is_removed_after() -> None:
+    from loadtest.bench.commit_tree import checked_out
+
+    with checked_out("HEAD") as tree:
+        assert (tree.path / "server" / "app.py").is_file()
+        assert not (tree.path / "loadtest").exists()  # the server only
+        port = free_port()
+        server = RunningTarget(tree.target(port), port)  # walks the rounds and checks them
+        try:
+            assert server.process is not None
+            assert Path(f"/proc/{server.process.pid}/cwd").resolve() == tree.path.resolve()
+            assert set(server.rounds) == set(KINDS)
+        finally:
+            server.stop()
+    assert tree.name.startswith("lab@") and not tree.path.exists()

@@ -49,7 +49,15 @@ def answer(params: dict[str, Any]) -> dict[str, Any]:
     """The result of one round: which round it is, from the tool and what the body carries."""
     tool = params["name"]
     if tool == "get_weather":
-        return {"resultType": "input_required", "inputRequests": LOGIN}
+        if "inputResponses" not in params:
+            return {"resultType": "input_required", "inputRequests": LOGIN}
+        name = params["inputResponses"]["github_login"]["content"]["name"]
+        text = f"Weather in {params['arguments']['location']} for {name}: Sunny, 21°C"
+        return {
+            "content": [{"type": "text", "text": text}],
+            "isError": False,
+            "resultType": "complete",
+        }
     origin = _origin(params)
     opened = SEALER.open(params["requestState"], origin) if "requestState" in params else None
     if tool == "crunch":
