@@ -3,11 +3,11 @@ can host.
 
 The lab's demo tools do little but ask, so where the plan's rounds carry work of their own
 (the plan's round less the request's overhead its model split off) each tool of the plan
-is played by a demo tool with as many rounds that spends that work: a tool of one round by
-`crunch`, sized to the work, and a tool of two rounds (one asking round) by `quote`, whose
-`cpu_ms` each call draws from the plan's distribution. A replica serves its rounds on one
-event loop: one worker. A plan whose replica has more workers gets them from the replica's
-CPU pool (`--cpu-workers`, all tool work off the loop).
+is played by the demo tool `rounds` in the tool's own shape, its rounds and the questions
+each asks, spending that work in every round, which each call draws from the plan's
+distribution (`loadtest.verify.played_tools`). A replica serves its rounds on one event
+loop: one worker. A plan whose replica has more workers gets them from the replica's CPU
+pool (`--cpu-workers`, all tool work off the loop).
 
 Every other figure is the plan's: the arrival rate (open loop), the think time, the users
 who never answer and the answer timeout they meet, the connection limit, the client's
@@ -29,12 +29,10 @@ from labsim.study.plan import Plan
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.plan_file import round_ms, tool_shares
+from loadtest.verify.played_tools import own_round_work, played_mix, tool_specs, work_note
 from server.flags import to_argv
 
-#: The lab's demo tool that plays a plan's tool of each number of rounds, when the
-#: plan's rounds carry work of their own.
-PLAYED_BY = {1: "crunch", 2: "quote"}
-#: Tool work per round below which the plan's tools are run as themselves (ms): the
+#: Tool work per round below which the plan's demo tools are run as themselves (ms): the
 #: plan's round is then the server's own overhead, which the demo tools have.
 NO_TOOL_WORK_MS = 0.01
 #: Seconds of every live run before its calls are judged, beyond the time the plan's
@@ -83,21 +81,15 @@ class LiveCase:
     notes: list[str] = field(default_factory=list)
 
 
-def rounds_of(tool: str) -> int:
-    """Rounds (requests) of one call of a plan's tool, nothing going wrong."""
-    if tool not in TOOLS:
-        raise LoadTestError(f"the plan's tool {tool!r} is not one labsim models")
-    return TOOLS[tool].requests()
-
-
 def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
     """The demo tools that play the plan's, with their shares, and what was mapped."""
     shares = tool_shares(plan)
     tool_work = live_tool_work(plan)
-    if tool_work.mean_ms < NO_TOOL_WORK_MS:
+    own_tools = all(name in TOOLS for name in shares)
+    if tool_work.mean_ms < NO_TOOL_WORK_MS and own_tools:
         return shares, []
     padding = argument_bytes(plan)
-    if padding:
+    if padding and own_tools:
         # The rounds' work is reading the documents the calls send: the tools play
         # themselves with arguments as large, and the replica reads them at its own speed.
         return shares, [
@@ -106,21 +98,21 @@ def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
             f"bytes; their {round_ms(plan):.3g} ms a round is reading it, at this machine's "
             "speed"
         ]
-    tools: dict[str, float] = {}
-    for tool, share in shares.items():
-        rounds = rounds_of(tool)
-        if rounds not in PLAYED_BY:
-            raise LoadTestError(
-                f"the plan's tool {tool!r} has {rounds} rounds; no demo tool with as many "
-                f"spends work of its own (those of {sorted(PLAYED_BY)} rounds do)"
-            )
-        tools[PLAYED_BY[rounds]] = tools.get(PLAYED_BY[rounds], 0.0) + share
-    mapped = sorted({f"{tool} -> {PLAYED_BY[rounds_of(tool)]}" for tool in shares})
+    if padding:
+        raise LoadTestError(
+            f"the plan's requests carry {plan.params.workload.request_bytes:,.0f} bytes a "
+            "round, and only the lab's own tools that take a text argument send as many"
+        )
+    tools, played = played_mix(plan)
     notes = [
-        f"tools played by demo tools of as many rounds spending the plan's tool work "
-        f"({tool_work.mean_ms:.3g} ms a round beyond the request's "
-        f"{overhead_ms(plan):.3g} ms): {', '.join(mapped)}"
+        f"tools played by the demo tool rounds in their own shape (rounds x questions a "
+        f"round), spending the plan's tool work ({tool_work.mean_ms:.3g} ms a round beyond "
+        f"the request's {overhead_ms(plan):.3g} ms): "
+        + ", ".join(tool.describe() for tool in played)
     ]
+    notes += [tool.note for tool in played if tool.note]
+    if note := work_note(plan):
+        notes.append(note)
     speed = plan.params.cluster.worker_speed
     if speed != 1.0:
         notes.append(
@@ -133,9 +125,9 @@ def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
 def cpu_cores_needed(plan: Plan, rate_per_s: float) -> float:
     """CPU cores the plan's rounds take here at `rate_per_s` calls a second (a worker
     slower than a vCPU is played by a whole core working longer)."""
-    shares = tool_shares(plan)
+    shares, specs = tool_shares(plan), tool_specs(plan)
     total = sum(shares.values()) or 1.0
-    rounds = sum(share * rounds_of(tool) for tool, share in shares.items()) / total
+    rounds = sum(share * specs[tool].mean_requests() for tool, share in shares.items()) / total
     return rate_per_s * rounds * round_ms(plan) / 1e3 / plan.params.cluster.worker_speed
 
 
@@ -143,7 +135,7 @@ def live_tool_work(plan: Plan) -> RoundWork:
     """The tool work per round a demo tool spends live: the plan's, or, for a worker
     slower than a vCPU (`worker_speed` < 1), as long as the whole round takes there, less
     the request's own work, which the live replica does at full speed."""
-    tool = plan.params.workload.round_cpu
+    tool = own_round_work(plan)
     tool_ms, speed, request_ms = (
         tool.mean_s * 1e3,
         plan.params.cluster.worker_speed,

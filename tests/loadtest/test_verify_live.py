@@ -121,3 +121,27 @@ def test_verify_plan_refuses_to_judge_replicas_that_waited_for_the_cpu(
     assert "waited for a CPU" in document["reason"]
     assert document["architectures"]["mrtr"]["verdict_held"] is None
     assert "not judged" in result.stdout
+
+
+@pytest.mark.integration
+def test_a_plan_with_a_three_round_tool_is_judged_in_the_tools_own_shape(tmp_path: Path) -> None:
+    """update_work_item asks twice, one question a round, and answers on its third round:
+    played live by `rounds` in that shape (a user fails a call whose result took another),
+    not refused for its rounds nor played by a tool of two."""
+    plan = make_plan(
+        tmp_path / "three.json", "--rate", "5", "--round-cpu-ms", "2", "--slo-p95-ms", "1000",
+        "--tool-mix", "update_work_item=1",
+    )  # fmt: skip
+    out = tmp_path / "verified.json"
+    result = loadtest(
+        "verify-plan", str(plan), "--arch", "mrtr", "--duration", "4", "--warmup", "1",
+        "--max-cpu-wait-share", "1", "--json", str(out),
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    document = json.loads(out.read_text())
+    assert document["judged"], document.get("reason")
+    mrtr = document["architectures"]["mrtr"]
+    assert any("update_work_item -> rounds/3x1" in note for note in mrtr["notes"])
+    assert "--tools rounds/3x1=1" in mrtr["command"]
+    assert mrtr["live"]["answered"] >= 8 and mrtr["live"]["completed_share"] == 1.0
+    assert mrtr["verdict_held"] is not None

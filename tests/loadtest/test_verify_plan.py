@@ -5,6 +5,7 @@ judges its simulation."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import random
@@ -17,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from labsim.model.service_time import ServiceTime
+from labsim.model.tools import SimTool, target_tool
 from labsim.study.constraints import Limits
 from loadtest.__main__ import build_parser
 from loadtest.cli.runs import config_from
@@ -33,6 +36,7 @@ from loadtest.verify.live_case import (
 )
 from loadtest.verify.live_verdict import LiveRun, judge_run
 from loadtest.verify.plan_file import parse_plan, round_ms, tool_shares
+from server.tools.rounds import ROUNDS_MAX_ROUNDS
 
 pytestmark = pytest.mark.slow
 
@@ -83,17 +87,18 @@ def test_a_plan_missing_a_field_is_refused_by_its_name(
         parse_plan(broken)
 
 
-def test_tools_with_work_are_played_by_demo_tools_of_as_many_rounds(plan_document: dict) -> None:
+def test_tools_with_work_are_played_by_rounds_in_their_own_shapes(plan_document: dict) -> None:
     document = copy.deepcopy(plan_document)
     document["request"]["tools"] = ["crunch", "get_weather", "link_accounts"]
     document["request"]["tool_mix"] = [0.5, 0.3, 0.2]
     tools, notes = live_tools(parse_plan(document))
-    assert tools == pytest.approx({"crunch": 0.5, "quote": 0.5})
-    assert "get_weather -> quote" in notes[0] and "link_accounts -> quote" in notes[0]
+    # One round; two rounds, one question; two rounds, two questions asked together.
+    assert tools == pytest.approx({"rounds/1x1": 0.5, "rounds/2x1": 0.3, "rounds/2x2": 0.2})
+    assert "get_weather -> rounds/2x1" in notes[0] and "link_accounts -> rounds/2x2" in notes[0]
     document["request"]["tools"] = ["update_work_item"]
     document["request"]["tool_mix"] = [1.0]
-    with pytest.raises(LoadTestError, match="update_work_item"):
-        live_tools(parse_plan(document))
+    tools, notes = live_tools(parse_plan(document))
+    assert tools == {"rounds/3x1": 1.0} and "update_work_item -> rounds/3x1" in notes[0]
 
 
 def test_the_live_run_is_the_plans_workload_and_its_command_reproduces_it(
@@ -103,7 +108,7 @@ def test_the_live_run_is_the_plans_workload_and_its_command_reproduces_it(
     case = scale_case(plan, "mrtr", Hosting(max_rate_per_s=1000, cpu_cores=2))
     config = live_config(plan, case, case.replicas, 30.0)
     assert (config.rate_per_s, config.max_connections, config.replicas) == (45, 64, case.replicas)
-    assert config.tool_mix == {"quote": 1.0}
+    assert config.tool_mix == {"rounds/2x1": 1.0}
     assert config.tool_cpu_ms == pytest.approx(plan.params.workload.round_cpu.mean_s * 1e3)
     # One worker: the replica's event loop, every round's work on it.
     assert config.cpu_workers is None and config.cpu_inline_max_ms and config.cpu_inline_max_ms > 8
@@ -313,3 +318,34 @@ def test_a_live_run_is_judged_by_the_rule_the_plan_judged_by(plan_document: dict
     # The limits first, the furthest past first; then the SLO's.
     assert verdict.broke() == judged["broke"] == ["memory", "cpu", "latency"]
     assert verdict.use == pytest.approx(judged["use"], rel=1e-3)
+
+
+def _with_measured_tool(plan_document: dict, tool: SimTool, share: float) -> dict:
+    """The plan with a target's tool measured beside get_weather, `share` of the calls."""
+    document = copy.deepcopy(plan_document)
+    document["tools"] = {arch: [dataclasses.asdict(tool)] for arch in document["architectures"]}
+    document["request"]["tools"] = [tool.name, "get_weather"]
+    document["request"]["tool_mix"] = [share, 1 - share]
+    return document
+
+
+def test_a_targets_tool_is_played_in_both_its_shapes_with_its_own_work(
+    plan_document: dict,
+) -> None:
+    # 2.2 rounds a call: three rounds in one call of five, two in the rest.
+    measured = target_tool("book_room", 2.2, ServiceTime(mean_s=0.004), questions_per_round=2)
+    plan = parse_plan(_with_measured_tool(plan_document, measured, 0.5))
+    tools, notes = live_tools(plan)
+    assert tools == pytest.approx({"rounds/3x2": 0.1, "rounds/2x2": 0.4, "rounds/2x1": 0.5})
+    assert "book_room -> rounds/3x2 (20%), rounds/2x2 (80%)" in notes[0]
+    # Every live round spends the mean of the tools' own works over the mix's rounds.
+    weather_ms = plan.params.workload.round_cpu.mean_s * 1e3
+    mean_ms = (0.5 * 2.2 * 4.0 + 0.5 * 2 * weather_ms) / (0.5 * 2.2 + 0.5 * 2)
+    assert live_tool_work(plan).mean_ms == pytest.approx(mean_ms)
+    assert any("own work per round differs" in note for note in notes)
+
+
+def test_a_tool_beyond_the_rounds_tools_caps_is_refused_naming_it(plan_document: dict) -> None:
+    measured = target_tool("wizard", ROUNDS_MAX_ROUNDS + 1, ServiceTime(mean_s=0.004))
+    with pytest.raises(LoadTestError, match=f"'wizard'.*1 to {ROUNDS_MAX_ROUNDS} rounds"):
+        live_tools(parse_plan(_with_measured_tool(plan_document, measured, 0.5)))
