@@ -122,8 +122,17 @@ class Deployment:
         return None
 
     def retry(self, url: str, first: Round, token: str | None = None) -> Round:
-        """The retry of `first`'s call, answering its questions, sent to `url`."""
-        exchange = first.exchange
+        """The retry of `first`'s call, answering its questions, sent to `url`. The call is
+        taken as it stood when `first` ended, so one round may be retried more than once
+        (on another replica, then on the one that sealed its state)."""
+        exchange = Exchange(
+            first.exchange.method,
+            first.exchange.params,
+            first.exchange.capabilities,
+            token=first.exchange.token,
+            input_requests=dict(first.input_requests),
+            request_state=first.request_state,
+        )
         exchange.answer(
             {
                 key: self.answers(key, request, self.rng)
@@ -138,17 +147,21 @@ class Deployment:
         """One round of `exchange` to `url`: what came back, the error it carried."""
         headers, body = exchange.next_request()
         started = time.perf_counter()
+        sent_s = time.monotonic()
         try:
             with self.http() as http:
                 response = http.post(url, json=body, headers=headers)
         except httpx.HTTPError as error:
-            return Round(url, exchange, 0, transport_error=f"{type(error).__name__}: {error}")
+            failure = f"{type(error).__name__}: {error}"
+            return Round(url, exchange, 0, transport_error=failure, sent_s=sent_s)
         message = reply_message(response.headers.get("content-type", ""), response.content)
         seen = dict(response.headers)
         try:
             exchange.record(body, response.status_code, message, time.perf_counter() - started)
         except McpError as error:
-            return Round(url, exchange, response.status_code, error=error, headers=seen)
+            return Round(
+                url, exchange, response.status_code, error=error, headers=seen, sent_s=sent_s
+            )
         return Round(
             url,
             exchange,
@@ -157,6 +170,8 @@ class Deployment:
             completed=exchange.result is not None,
             asked=exchange.result is None and bool(exchange.input_requests),
             request_state=exchange.request_state,
+            input_requests=dict(exchange.input_requests),
+            sent_s=sent_s,
         )
 
 
@@ -177,6 +192,12 @@ class Round:
     #: The round ended input_required with questions.
     asked: bool = False
     request_state: str | None = None
+    #: The questions the round asked, as they were then (a retry answers these).
+    input_requests: dict[str, Any] = field(default_factory=dict)
+    #: When the round was sent and when its answer came back (`time.monotonic()`): a state
+    #: it carries was sealed between the two.
+    sent_s: float = field(default_factory=time.monotonic)
+    at_s: float = field(default_factory=time.monotonic)
 
     @property
     def ok(self) -> bool:

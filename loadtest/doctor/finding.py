@@ -3,7 +3,7 @@ was seen, and what an operator does about it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -16,20 +16,24 @@ class Finding:
     passed: bool
     evidence: str
     fix: str = ""
+    #: What the check measured, by name with its unit (`ttl_at_least_s`); empty when none.
+    figures: dict[str, float | None] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """`{name, passed, evidence, fix}`, the form `--json` writes."""
+        """`{name, passed, evidence, fix, figures}`, the form `--json` writes."""
         return asdict(self)
 
 
-def passed(name: str, evidence: str) -> Finding:
-    """A check that held."""
-    return Finding(name, True, evidence)
+def passed(name: str, evidence: str, figures: dict[str, float | None] | None = None) -> Finding:
+    """A check that held (and what it measured)."""
+    return Finding(name, True, evidence, figures=dict(figures or {}))
 
 
-def failed(name: str, evidence: str, fix: str) -> Finding:
-    """A check that did not hold, with what to do."""
-    return Finding(name, False, evidence, fix)
+def failed(
+    name: str, evidence: str, fix: str, figures: dict[str, float | None] | None = None
+) -> Finding:
+    """A check that did not hold, with what to do (and what it measured)."""
+    return Finding(name, False, evidence, fix, dict(figures or {}))
 
 
 def not_checked(name: str, why: str) -> Finding:

@@ -33,6 +33,12 @@ class Examination:
         help="how long your users take to answer a question: a requestState must still "
         "open, and a held 2025-11-25 stream still live, after it",
     )
+    ttl_probe_s: float = setting(
+        0.0,
+        metavar="S",
+        help="the oldest a state is retried at to find how long it lives (its TTL), in "
+        "ages doubling from the think time; 0: no older than the think time",
+    )
     balancer_rounds: int = setting(
         10,
         metavar="N",

@@ -65,7 +65,10 @@ def _clock(round_: Round) -> float | None:
 
 def cause(deployment: Deployment, opener: str, first: Round, refused: Round) -> str:
     """Why `opener` refused the state of `first` (sealed elsewhere), where it can be told:
-    one of the keys of `FIXES`."""
+    one of the keys of `FIXES`. Another server name or key is told by what each replica
+    shows; an expired state by its own sealer refusing it too; a clock by the replicas'
+    `Date` headers, further apart than `CLOCK_SKEW_S` with the state still good where it
+    was sealed."""
     sealer = first.url
     names = deployment.targets[sealer].server_name, deployment.targets[opener].server_name
     if names[0] != names[1]:
@@ -77,6 +80,11 @@ def cause(deployment: Deployment, opener: str, first: Round, refused: Round) -> 
     mine = key_fingerprint(first.request_state)
     if theirs is not None and mine and key_fingerprint(theirs.request_state) not in (None, mine):
         return "another key"
+    # The replica that sealed the state, asked now: if it refuses its own state too, the
+    # state did not live until the retry, whatever the other replica holds.
+    again = deployment.retry(first.url, first)
+    if not again.transport_error and not again.completed:
+        return "expired"
     sealed_at, opened_at = _clock(first), _clock(refused)
     if (
         sealed_at is not None
@@ -122,10 +130,7 @@ def across_replicas(deployment: Deployment) -> Finding:
                 (
                     sealer,
                     opener,
-                    retried.said()
-                    if not retried.asked
-                    else "the retry was asked again (the state was not opened: the call "
-                    "started over)",
+                    _refusal(retried),
                     why,
                 )
             )
@@ -211,26 +216,90 @@ def bound_to_caller(deployment: Deployment) -> Finding:
     return passed(name, f"another principal's retry was refused at {url}: {stolen.said()}")
 
 
+def probe_ages_s(think_s: float, probe_s: float) -> list[float]:
+    """The ages a state is retried at, youngest first: fractions of the think time (to
+    bound a lifetime shorter than it), the think time, then doubling to `probe_s`."""
+    ages = [think_s / 8, think_s / 4, think_s / 2, think_s]
+    while ages[-1] * 2 < probe_s:
+        ages.append(ages[-1] * 2)
+    if probe_s > ages[-1]:
+        ages.append(probe_s)
+    return ages
+
+
 def lifetime(deployment: Deployment) -> Finding:
-    """`state-lifetime`: a state retried after the think time still opens."""
+    """`state-lifetime`: a state retried after the think time still opens; and how long a
+    state lives (its TTL), bounded from the ages at which states still opened and the
+    youngest at which one no longer did."""
     name = "state-lifetime"
     think_s = deployment.settings.think_time_s
     url = deployment.entry or (deployment.replicas[0] if deployment.replicas else None)
     if url is None or not deployment.speaks(MODERN_VERSION) or deployment.tool is None:
         return not_checked(name, "no 2026-07-28 call that asks to retry")
-    first = deployment.start_sealed(url)
-    if first is None:
+    ages = probe_ages_s(think_s, deployment.settings.ttl_probe_s)
+    # The oldest age's state sealed first and the youngest's last, so that each is retried
+    # soon after its age however long the sealing takes.
+    sealed = [deployment.start_sealed(url) for _ in reversed(ages)][::-1]
+    if any(first is None for first in sealed):
         return not_checked(name, f"no call of {deployment.tool.name} carried a requestState")
-    time.sleep(think_s)
-    retried = deployment.retry(url, first)
-    if retried.completed:
+    opened: dict[float, float] = {}
+    refused: dict[float, tuple[float, Round]] = {}
+    for age_s, first in sorted(zip(ages, sealed, strict=True), key=lambda p: _due(*p)):
+        assert first is not None
+        if refused and age_s > min(refused):
+            continue  # older than a state already refused: it would not open either
+        time.sleep(max(0.0, _due(age_s, first) - time.monotonic()))
+        # A state opened was at least as old as from its answer to the retry's sending; one
+        # refused at most as old as from its round's sending to the refusal's answer.
+        youngest_s = time.monotonic() - first.at_s
+        retried = deployment.retry(url, first)
+        if retried.completed:
+            opened[age_s] = youngest_s
+        else:
+            refused[age_s] = (retried.at_s - first.sent_s, retried)
+    lives_s = max(opened.values(), default=0.0)
+    dies = min(refused.values(), key=lambda r: r[0]) if refused else None
+    figures = {
+        "ttl_at_least_s": round(lives_s, 3),
+        "ttl_at_most_s": None if dies is None else round(dies[0], 3),
+    }
+    ttl = _ttl_words(lives_s, dies and dies[0], shorter=think_s not in opened)
+    if think_s in opened:
         return passed(
             name,
-            f"a state retried {think_s:g} s (the think time) after it was sealed opened at {url}",
+            f"a state retried {think_s:g} s (the think time) after it was sealed opened at "
+            f"{url}; {ttl}",
+            figures,
         )
+    assert dies is not None
     return failed(
         name,
-        f"a state retried {think_s:g} s (the think time) after it was sealed at {url}: "
-        f"{retried.said()}",
+        f"a state sealed at {url} was refused when retried at most {dies[0]:.3g} s after "
+        f"(the think time is {think_s:g} s): {_refusal(dies[1])}; {ttl}",
         FIXES["expired"],
+        figures,
     )
+
+
+def _due(age_s: float, first: Round | None) -> float:
+    """When the state `first` carries is `age_s` old (`time.monotonic()`)."""
+    assert first is not None
+    return first.at_s + age_s
+
+
+def _refusal(retried: Round) -> str:
+    """What a replica said to a retry it did not complete."""
+    if retried.asked:
+        return "the retry was asked again (the state was not opened: the call started over)"
+    return retried.said()
+
+
+def _ttl_words(lives_s: float, dies_s: float | None, *, shorter: bool) -> str:
+    """How long a state lives, as far as the ages tried tell (`shorter`: than the think
+    time, a state of that age having been refused)."""
+    if dies_s is None:
+        return f"its lifetime (TTL): at least {lives_s:.3g} s (the oldest age tried)"
+    than = ", shorter than the think time" if shorter else ""
+    if lives_s == 0:
+        return f"its lifetime (TTL): at most {dies_s:.3g} s{than}"
+    return f"its lifetime (TTL): between {lives_s:.3g} and {dies_s:.3g} s{than}"

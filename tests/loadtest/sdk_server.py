@@ -11,9 +11,9 @@
 Run: `python tests/loadtest/sdk_server.py PORT [legacy-only]`; it serves
 `http://127.0.0.1:PORT/mcp`, with `legacy-only` as a server of the 2025-11-25 era alone.
 Two replicas share their requestState key and name unless told otherwise: the environment
-variable `SDK_SERVER_NAME` names the server (the state's audience), and `SDK_STATE_KEY`
+variable `SDK_SERVER_NAME` names the server (the state's audience), `SDK_STATE_KEY`
 gives the key, or `own` for a key of the process's own (the SDK's default when it is given
-none).
+none), and `SDK_STATE_TTL_S` how long a state lives (the SDK's default, 600 s).
 """
 
 from __future__ import annotations
@@ -32,12 +32,13 @@ from mcp.server.request_state import RequestStateSecurity
 from mcp_types import ElicitRequest, ElicitRequestFormParams, InputRequiredResult
 
 STATE_KEY = os.environ.get("SDK_STATE_KEY", "a test key of thirty-two bytes!!")
+STATE_TTL_S = float(os.environ.get("SDK_STATE_TTL_S", "600"))
 server = MCPServer(
     os.environ.get("SDK_SERVER_NAME", "rooms-and-money"),
     request_state_security=(
-        RequestStateSecurity.ephemeral()
+        RequestStateSecurity.ephemeral(ttl=STATE_TTL_S)
         if STATE_KEY == "own"
-        else RequestStateSecurity(keys=[STATE_KEY])
+        else RequestStateSecurity(keys=[STATE_KEY], ttl=STATE_TTL_S)
     ),
 )
 

@@ -1,6 +1,7 @@
 """The deployment doctor (`python -m loadtest doctor`) on deployments a user would build:
 two replicas of an official-Python-SDK server (`tests/loadtest/sdk_server.py`) sharing
-their key and name, each with a key of its own, each with another name; and the lab's
+their key and name, each with a key of its own, each with another name, both with states
+that die before their users answer; and the lab's
 replicas behind a round-robin HAProxy and behind its cookie-sticky one. Exit status 0 when
 ready for MRTR, 1 when not; the JSON names each check, its evidence and its fix."""
 
@@ -97,6 +98,27 @@ def test_sdk_replicas_with_different_names_fail_naming_the_audience(tmp_path: Pa
     assert "cause: another server name" in failed["evidence"]
     assert "'rooms'" in failed["evidence"] and "'money'" in failed["evidence"]
     assert "same server name" in failed["fix"]
+
+
+def test_sdk_replicas_whose_states_die_before_users_answer_fail_with_the_lifetime(
+    tmp_path: Path,
+) -> None:
+    # states of 0.6 s, users who think 1 s: retried at 0.125, 0.25, 0.5 and 1 s
+    short = {"SDK_STATE_TTL_S": "0.6"}
+    with sdk_replicas(tmp_path, short, short) as urls:
+        options = ["--think-time-s", "1", "--tool", "transfer"]
+        status, report, printed = doctor(tmp_path, *urls, *options)
+    assert status == 1, printed
+    lifetime = check(report, "state-lifetime")
+    assert not lifetime["passed"]
+    assert (
+        "-32602" in lifetime["evidence"] and "shorter than the think time" in lifetime["evidence"]
+    )
+    assert "RequestStateSecurity(ttl=...)" in lifetime["fix"]
+    figures = lifetime["figures"]
+    assert figures["ttl_at_least_s"] < 0.6 <= figures["ttl_at_most_s"]
+    # a retry made at once still lands on the other replica: only the lifetime is short
+    assert check(report, "state-across-replicas")["passed"]
 
 
 @pytest.mark.parametrize(("arch", "ready"), [("mrtr", False), ("sticky", True)])

@@ -1,7 +1,7 @@
 """The doctor without a server: its report (the failed checks first, readiness only when
-every check passed, the JSON's contract), the key id a sealed state shows in the clear
-(the official Python SDK's `v1.` states, the lab's), and its calls' answers (never a
-decline, whatever the workload file's users do)."""
+every check passed, the JSON's contract with what a check measured), the key id a sealed
+state shows in the clear (the official Python SDK's `v1.` states, the lab's), and its
+calls' answers (never a decline, whatever the workload file's users do)."""
 
 from __future__ import annotations
 
@@ -37,9 +37,16 @@ def test_failed_checks_come_first_and_make_the_deployment_not_ready() -> None:
         "passed": False,
         "evidence": "refused",
         "fix": "share the keys",
+        "figures": {},
     }
     assert report.text().startswith("FAIL  state-across-replicas: refused\n      fix: share")
     assert report.text().endswith("NOT ready for MRTR: 2 checks passed, 1 failed")
+
+
+def test_what_a_check_measured_goes_into_the_json_with_its_unit() -> None:
+    lifetime = passed("state-lifetime", "opened", {"ttl_at_least_s": 2.0, "ttl_at_most_s": None})
+    (check,) = Report((lifetime,)).to_json()["checks"]
+    assert check["figures"] == {"ttl_at_least_s": 2.0, "ttl_at_most_s": None}
 
 
 def test_a_deployment_whose_checks_all_passed_is_ready() -> None:
