@@ -24,7 +24,7 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
     "<": operator.lt,
 }
-_EXPRESSION = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+)\s*$")
+_EXPRESSION = re.compile(r"^\s*([A-Za-z0-9_./\-]+)\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+)\s*$")
 
 
 class ThresholdError(ValueError):

@@ -68,6 +68,13 @@ def test_every_operator_and_a_tools_figure() -> None:
     }
 
 
+def test_a_shape_of_rounds_is_a_tool_whose_figures_a_threshold_names() -> None:
+    run = summary(100.0)
+    run["per_tool"]["rounds/3x2"] = run["per_tool"].pop("crunch")
+    gate = parse_threshold("rounds/3x2.p95_ms>=90", ["rounds/3x2"])
+    assert crossed([gate], run) == ["rounds/3x2.p95_ms>=90 holds (rounds/3x2.p95_ms = 90)"]
+
+
 def test_a_figure_the_run_has_no_value_of_holds() -> None:
     """No call completed, no latency: a latency gate cannot pass on nothing."""
     assert crossed([parse_threshold("p95_ms>500", TOOLS)], summary(None)) == [
