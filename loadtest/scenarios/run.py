@@ -190,5 +190,17 @@ def _wait(swarm: subprocess.Popen, config: LoadTestConfig, progress: Callable[[s
         elapsed = int(time.monotonic() - (deadline - config.duration_s - slack_s))
         if elapsed >= last + 5:
             last = elapsed
-            progress(f"  {elapsed:>4d} s / {config.duration_s:g} s")
+            progress(progress_line(elapsed, config))
         time.sleep(0.2)
+
+
+def progress_line(elapsed_s: int, config: LoadTestConfig) -> str:
+    """A running swarm's progress: seconds of load against the run's duration, then, once
+    the load is over, the wait for the calls still running and its limit."""
+    if elapsed_s <= config.duration_s:
+        return f"  {elapsed_s:>4d} s / {config.duration_s:g} s of load"
+    until_s = config.duration_s + config.stop_timeout_s
+    return (
+        f"  {elapsed_s:>4d} s: the load ended at {config.duration_s:g} s; finishing the calls "
+        f"still running (until {until_s:g} s at most)"
+    )

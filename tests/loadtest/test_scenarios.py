@@ -17,7 +17,7 @@ import pytest
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import HAProxy
-from loadtest.scenarios.run import crash_victim, run_scenario
+from loadtest.scenarios.run import crash_victim, progress_line, run_scenario
 from loadtest.users.flows import run_mrtr_flow
 from loadtest.users.http_interface import httpx_post
 from loadtest.users.simulated_user import ThinkTime
@@ -174,6 +174,14 @@ def test_the_crashed_replica_is_drawn_at_random_the_same_for_the_same_seed() -> 
     names = ["r1", "r2", "r3"]
     assert {crash_victim(names, 7) for _ in range(5)} == {crash_victim(names, 7)}
     assert {crash_victim(names, seed) for seed in range(30)} == set(names)
+
+
+def test_the_progress_line_says_when_the_load_ended_and_how_long_calls_may_finish() -> None:
+    config = LoadTestConfig(arch="sticky", scenario="steady", duration_s=15)
+    assert progress_line(10, config).split() == ["10", "s", "/", "15", "s", "of", "load"]
+    after = progress_line(35, config)
+    assert after.split()[:2] == ["35", "s:"] and "/ 15 s" not in after
+    assert "ended at 15 s" in after and f"until {15 + config.stop_timeout_s} s at most" in after
 
 
 def idle_timeout_run(arch: str) -> dict[str, Any]:
