@@ -20,6 +20,8 @@ async def elicit(context: Any, params: types.ElicitRequestParams) -> types.Elici
         return types.ElicitResult(action="accept", content={"resolution": "Duplicate"})
     if "duplicateOfId" in fields:
         return types.ElicitResult(action="accept", content={"duplicateOfId": 4301})
+    if "answer" in fields:  # the rounds tool's questions
+        return types.ElicitResult(action="accept", content={"answer": params.message})
     login = params.message.split()[3].lower()  # "Please provide your <Provider> username"
     return types.ElicitResult(action="accept", content={"name": f"{login}-user"})
 
@@ -73,4 +75,11 @@ def test_official_client_completes_ask_capital(replica: ServerProcess) -> None:
 def test_official_client_completes_link_accounts(replica: ServerProcess) -> None:
     assert text_of(call(replica.url, "link_accounts", {})) == (
         "Linked accounts: github=github-user, google=google-user"
+    )
+
+
+def test_official_client_completes_every_round_of_a_rounds_call(replica: ServerProcess) -> None:
+    arguments = {"rounds": 3, "questions_per_round": 2, "cpu_ms_per_round": 1}
+    assert text_of(call(replica.url, "rounds", arguments)) == (
+        "3 rounds, 4 questions answered, 1 ms of CPU a round"
     )
