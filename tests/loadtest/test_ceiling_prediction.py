@@ -110,3 +110,11 @@ def test_a_step_without_readings_of_the_replicas_has_no_busy_figures() -> None:
     assert "replica_busy_ms_per_round" not in found["steps"][0]
     assert "replica_busy_ms_per_round" not in found
     assert "busy" not in ceiling_lines(found)[0]
+
+
+def test_a_step_in_which_no_call_started_holds_and_the_search_goes_on() -> None:
+    """A low rate's few arrivals may all fall in the next step: none missed the SLO."""
+    found = ceiling(SEARCH, served(1004.0, 10, 30), 1000.0, 2)
+    assert [s["started"] for s in found["steps"]] == [0, 40]
+    assert [s["held"] for s in found["steps"]] == [True, True]
+    assert found["ceiling_rate_per_s"] == 20.0 and found["broke_at_step"] is None
