@@ -2,11 +2,14 @@
 
     python -m book [--out build/book] [--executed DIR] [notebooks/NN_name.ipynb ...]
 
-Each notebook is executed once, in quick mode (QUICK=1), with its widgets' state saved, or
+Each notebook is executed once, in quick mode (QUICK=1), with its widgets' state saved and
+its interactive controls' steps recorded in the same kernel (`book.control_steps`), or
 read from `--executed DIR` where it was already run so (by JupyterLab, or by
-`lessons.execution`; the tests build the book from the notebooks they ran); the diagrams of
+`lessons.execution`; the tests build the book from the notebooks they ran: their controls
+then say on the page that they run in JupyterLab); the diagrams of
 every page are drawn once; then the student edition (`OUT/student/`) and the teacher's
-(`OUT/teacher/`) are written from the same results and built by Sphinx side by side. The
+(`OUT/teacher/`) are written from the same results and built by Sphinx side by side, and
+each is zipped to hand out (`OUT/mrtr-lab-book-student.zip`, `book.handouts`). The
 build fails if a notebook fails, if a page would load anything from another host, or if the
 student edition shows any answer's text. The seconds each step took are printed.
 """
@@ -21,12 +24,16 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import nbformat
 
+from book.control_pages import STEPS_KEY
+from book.control_steps import RECORDING, STEPS_MIME
 from book.diagrams import has_diagram, mermaid_renderer
 from book.editions import Edition, readable, solution_texts
+from book.handouts import write_handout
 from book.pages import remote_loads, visible_text
 from book.sources import (
     README,
@@ -83,8 +90,12 @@ def quick_mode() -> Iterator[None]:
 
 
 def execute(path: Path) -> nbformat.NotebookNode:
-    """A notebook run top to bottom in a fresh kernel, in its own folder, widget state kept."""
+    """A notebook run top to bottom in a fresh kernel, in its own folder, widget state kept,
+    then its interactive controls' steps recorded in the same kernel (`book.control_steps`),
+    kept in the notebook's metadata."""
     notebook = nbformat.read(path, as_version=4)
+    recording = nbformat.v4.new_code_cell(RECORDING)
+    notebook.cells.append(recording)
     client = SlicedPollClient(
         notebook,
         timeout=CELL_TIMEOUT_S,
@@ -95,6 +106,17 @@ def execute(path: Path) -> nbformat.NotebookNode:
         client.execute()
     except Exception as error:
         raise BookError(f"{path.name} failed to run:\n{error}") from error
+    notebook.cells.remove(recording)
+    recorded = [out for out in recording.outputs if STEPS_MIME in out.get("data", {})]
+    steps = recorded[0]["data"][STEPS_MIME] if recorded else {}
+    if steps:
+        notebook.metadata[STEPS_KEY] = steps
+        timing = recording.metadata.get("execution", {})
+        if {"iopub.execute_input", "shell.execute_reply"} <= timing.keys():
+            took = datetime.fromisoformat(timing["shell.execute_reply"]) - datetime.fromisoformat(
+                timing["iopub.execute_input"]
+            )
+            print(f"book: {path.name}: controls' steps recorded in {took.total_seconds():.0f} s")
     return notebook
 
 
@@ -226,10 +248,12 @@ def build(
     sphinx(content, out_dir, watch)
     with watch.step("check the editions"):
         check(content, out_dir)
+    with watch.step("zip each edition"):
+        zips = [write_handout(out_dir / which.value, which, out_dir) for which in Edition]
     watch.steps["total"] = time.monotonic() - started
     print(
         f"book: built in {watch.steps['total']:.0f} s: {out_dir / 'student'}/index.html and "
-        f"{out_dir / 'teacher'}/index.html",
+        f"{out_dir / 'teacher'}/index.html, to hand out as {zips[0].name} and {zips[1].name}",
         flush=True,
     )
     return watch.steps

@@ -30,6 +30,8 @@ myst_heading_anchors = 3
 html_theme = "sphinx_book_theme"
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
+# The page's own controls over the steps the build recorded (book/control_pages.py).
+html_js_files = ["controls.js"]
 html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None

@@ -11,9 +11,10 @@ static page has none, so:
   outputs, and the page folds the cell's code and answer behind one button of its own
   (myst-nb's `hide-cell`, labelled as in JupyterLab).
 
-Widgets other than the answers' (sliders, the output they drive) keep their state, which
-the page embeds; state no cell shows any more is dropped, so nothing left out of a page
-remains in it.
+Widgets other than the answers' keep their state, which the page embeds, but for an
+`interactive` (sliders and the figure they drive), which the page shows as its own
+controls over the steps the build recorded (`book.control_pages`); state no cell shows any
+more is dropped, so nothing left out of a page remains in it.
 
 Each notebook's exercises open with a paragraph that tells a JupyterLab reader where the
 answers are (behind a button, under each exercise). Each edition says instead what it has:
@@ -32,6 +33,7 @@ from typing import Any
 
 import nbformat
 
+from book.control_pages import show_controls
 from book.pages import visible_text
 
 SOLUTION_TAG = "solution"
@@ -200,6 +202,7 @@ def edition(
                     "code_prompt_show": answer_label,
                     "code_prompt_hide": answer_label.replace("Show", "Hide", 1),
                 }
+    show_controls(result, models)
     _keep_shown_widgets(result, models)
     return result
 

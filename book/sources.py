@@ -150,6 +150,7 @@ def write_sources(which: Edition, content: BookContent, out_dir: Path) -> None:
     static = out_dir / "_static"
     static.mkdir()
     shutil.copy2(BOOK_DIR / "book.css", static / "book.css")
+    shutil.copy2(BOOK_DIR / "controls.js", static / "controls.js")
     _copy_widget_renderer(static)
     (out_dir / "index.md").write_text(front_page(which, content), encoding="utf-8")
     for name, notebook in content.notebooks.items():

@@ -413,12 +413,14 @@ claim(
     "latency stays flat while the workers have room, and rises for everyone as they fill",
     p95_ms=(p95 * 1e3).round(1).to_dict(),
 )
-#
+
+# %% [markdown]
 # ## 5. Your turn: sliders
 #
-# Move a slider and the three architectures are simulated again with your values (a
-# shorter run, about a second). The store's round trip only matters to the store
-# architecture; the price of Redis and of a vCPU decide how much the store and the
+# In JupyterLab, move a slider and the three architectures are simulated again with your
+# values (a shorter run, about a second). In the book, each slider moves over a few
+# values simulated when the book was built. The store's round trip only matters to the
+# store architecture; the price of Redis and of a vCPU decide how much the store and the
 # replicas weigh in the bill.
 
 
