@@ -123,12 +123,14 @@ def live_tools(plan: Plan) -> tuple[dict[str, float], list[str]]:
 
 
 def cpu_cores_needed(plan: Plan, rate_per_s: float) -> float:
-    """CPU cores the plan's rounds take here at `rate_per_s` calls a second (a worker
-    slower than a vCPU is played by a whole core working longer)."""
+    """CPU cores the plan's rounds take here at `rate_per_s` calls a second: each round
+    the request's work and the tools' own (a worker slower than a vCPU is played by a
+    whole core working longer)."""
     shares, specs = tool_shares(plan), tool_specs(plan)
     total = sum(shares.values()) or 1.0
     rounds = sum(share * specs[tool].mean_requests() for tool, share in shares.items()) / total
-    return rate_per_s * rounds * round_ms(plan) / 1e3 / plan.params.cluster.worker_speed
+    whole_ms = own_round_work(plan).mean_s * 1e3 + overhead_ms(plan)
+    return rate_per_s * rounds * whole_ms / 1e3 / plan.params.cluster.worker_speed
 
 
 def live_tool_work(plan: Plan) -> RoundWork:

@@ -27,6 +27,7 @@ from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.users.simulated_user import tool_arguments
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
+    cpu_cores_needed,
     live_config,
     live_tool_work,
     live_tools,
@@ -349,3 +350,12 @@ def test_a_tool_beyond_the_rounds_tools_caps_is_refused_naming_it(plan_document:
     measured = target_tool("wizard", ROUNDS_MAX_ROUNDS + 1, ServiceTime(mean_s=0.004))
     with pytest.raises(LoadTestError, match=f"'wizard'.*1 to {ROUNDS_MAX_ROUNDS} rounds"):
         live_tools(parse_plan(_with_measured_tool(plan_document, measured, 0.5)))
+
+
+def test_the_cpu_a_plan_needs_counts_each_tools_rounds_and_own_work(plan_document: dict) -> None:
+    plan = parse_plan(plan_document)  # get_weather: two rounds of 8 ms
+    assert cpu_cores_needed(plan, 10) == pytest.approx(10 * 2 * 8 / 1e3)
+    heavy = target_tool("book_room", 3, ServiceTime(mean_s=0.020))
+    measured = parse_plan(_with_measured_tool(plan_document, heavy, 1.0))
+    whole_ms = 20 + overhead_ms(measured)
+    assert cpu_cores_needed(measured, 10) == pytest.approx(10 * 3 * whole_ms / 1e3)
