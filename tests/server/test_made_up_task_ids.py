@@ -8,7 +8,6 @@ the caller learns nothing about the store, and no outage is reported that did no
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -16,12 +15,14 @@ import pytest
 from server.protocol.jsonrpc import INVALID_PARAMS
 from tests.server.tasks_fixtures import RpcFailed, Wire, redis_server, running_replicas
 
+#: Task ids no store ever made (fixed, so every test worker collects the same tests).
 MADE_UP = [
-    f"echo_{uuid.uuid4()}.e1234abcd",  # well formed, an epoch the store never had
-    f"echo_{uuid.uuid4()}.e",
-    f"echo_{uuid.uuid4()}.eZZZZZZZZ",
+    # well formed, an epoch the store never had
+    "echo_5f0c8a52-3d7e-4b1a-9c62-0e1d2f3a4b5c.e1234abcd",
+    "echo_0b9e7d6c-5a4f-4e3d-8c2b-1a0f9e8d7c6b.e",
+    "echo_7a6b5c4d-3e2f-4a1b-9c8d-7e6f5a4b3c2d.eZZZZZZZZ",
     "x.e12345678",
-    f"echo_{uuid.uuid4()}",
+    "echo_2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f",
 ]
 
 
