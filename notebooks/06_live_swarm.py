@@ -31,6 +31,9 @@
 #    calls started again, users asked again, latency, and the time each drain took.
 # 3. How to read the per-second timeline of a run against its faults.
 # 4. How far the simulation, fed the same parameters, predicts what was measured.
+# 5. Why replicas of your own server, written with the official Python SDK, must share
+#    the key and the name that seal `requestState`, and how the deployment doctor
+#    (`python -m loadtest doctor`) finds out when they do not.
 #
 # Times are scaled down so that a swarm fits in seconds: users think for about half a
 # second (not ten), and a drain times out after a couple of seconds (not minutes). The
@@ -59,11 +62,13 @@ DRAIN_TIMEOUT_S = 2.0  # per replica, then whatever it still holds is cut
 THINK_MEDIAN_S = 0.5  # users' median think time per question (lognormal)
 SIMULATED_RUNS = 20  # seeded simulation runs per architecture, for the prediction
 SEED = 17
+SDK_CALLS = 4  # calls through two replicas of an official-SDK server, half begun on each
 
 # %%
 import ast
 import importlib.util
 import random
+import secrets
 import time
 
 import matplotlib.pyplot as plt
@@ -75,6 +80,7 @@ from lessons import result_tables, swarm_figures
 from lessons.answers import hidden_answer
 from lessons.claims import claim
 from lessons.recordings import live_or_recorded
+from lessons.sdk_replicas import round_robin_call, sdk_replicas
 from loadtest.config import ARCHITECTURES, LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import HAProxy
@@ -502,6 +508,127 @@ claim(
     "in the simulation MRTR's rollout is the shortest",
     simulated=simulated["upgrade duration (s)"].to_dict(),
 )
+
+# %% [markdown]
+# ## 6. Your own server's replicas: a key each, and the doctor
+#
+# Everything so far ran the lab's own server, whose replicas are started with the same
+# `requestState` keys. A server you write with the official Python SDK seals its
+# `requestState` too (encrypted, bound to the call, to its caller and to the server's
+# name, alive for a TTL), but with what key? Given none, `MCPServer` makes one per
+# process. One replica is then fine; two behind a round-robin balancer are not, since a
+# call's next round may land on the replica that did not seal its state.
+#
+# Two replicas of such a server (`tests/loadtest/sdk_server.py`, a `transfer` of a high
+# amount asks for a code, then, carrying the code in its `requestState`, for a date) are
+# started here twice: A and B each with a key of its own, and A and B again from one
+# shared secret and one server name, the fix (started side by side at once, so that the
+# notebook waits for the SDK's start-up only once). The calls go round-robin, as a
+# balancer sends them: each round to the other replica (`lessons.sdk_replicas`). Then the
+# doctor examines the first pair from outside, as it would your deployment.
+#
+# Without the load test's packages (the light install has the notebooks' alone), this part
+# shows a recorded run, as the swarms above do.
+
+
+# %%
+def sdk_replicas_apart_and_shared() -> dict:
+    """Calls round-robin through two SDK replicas with a key each, the doctor's report on
+    them, and the same calls through two replicas sharing one secret and one name."""
+    from loadtest.doctor import Examination, diagnose  # the load test's packages
+    from loadtest.target import Auth
+
+    own_key = {"SDK_STATE_KEY": "own"}
+    shared = {"SDK_STATE_KEY": secrets.token_hex(32), "SDK_SERVER_NAME": "rooms-and-money"}
+    with sdk_replicas([own_key, own_key, shared, shared]) as urls:
+        apart, together = urls[:2], urls[2:]
+        calls = {
+            "a key each": [round_robin_call(apart, k % 2) for k in range(SDK_CALLS)],
+            "one shared key": [round_robin_call(together, k % 2) for k in range(SDK_CALLS)],
+        }
+        examination = Examination(tool="transfer", think_time_s=0.5, limit_probe_s=0.3)
+        report = diagnose(apart, Auth(), examination).to_json()
+    for check in report["checks"]:  # the replicas by name, as in the calls' tables
+        for url, name in zip(apart, "AB", strict=True):
+            check["evidence"] = check["evidence"].replace(url, f"replica {name}")
+    return {"calls": calls, "doctor": report}
+
+
+sdk = live_or_recorded(
+    NOTEBOOK,
+    "sdk_replicas",
+    needed={
+        "the load test's packages (hypothesis-jsonschema)": importlib.util.find_spec(
+            "hypothesis_jsonschema"
+        )
+        is not None
+    },
+    parameters={"SDK_CALLS": SDK_CALLS},
+    run=sdk_replicas_apart_and_shared,
+)
+
+
+def call_rounds(calls: list[dict]) -> pd.DataFrame:
+    """Each call's rounds: where each went, whose state it carried, what came back."""
+    rows = [{"call": k + 1, **row} for k, call in enumerate(calls) for row in call["rounds"]]
+    table = pd.DataFrame(rows).set_index(["call", "round"])
+    return table[["replica", "state sealed by", "outcome"]]
+
+
+apart = call_rounds(sdk.data["calls"]["a key each"])
+carried = apart[apart["state sealed by"] != "-"]
+claim(
+    not any(call["completed"] for call in sdk.data["calls"]["a key each"])
+    and (carried["state sealed by"] != carried["replica"]).all()
+    and carried["outcome"].str.contains("-32602").all(),
+    "with a key each, every call fails: its state, sealed by one replica, is refused by "
+    "the other (-32602)",
+    rounds=apart.to_dict("index"),
+)
+apart
+
+# %% [markdown]
+# Each call's first round asks for the code and carries no state; the second, on the
+# other replica, asks for the date and seals the code into a `requestState`; the third,
+# back on the first replica, brings the answer and that state, and the replica cannot
+# open it. The SDK says only `Invalid or expired requestState`: the user's two answers are
+# lost, and nothing in the reply says why. The doctor tries each ordered pair of replicas
+# (a call taken on one to a round that carries a state, its retry sent to the other), and
+# names the cause where it can tell it from outside: here the key id the sealed state shows
+# differs from the one the other replica's states show.
+
+# %%
+checks = pd.DataFrame(sdk.data["doctor"]["checks"]).set_index("name")
+across = checks.loc["state-across-replicas"]
+claim(
+    not sdk.data["doctor"]["ready"]
+    and checks.index[0] == "state-across-replicas"
+    and not across["passed"]
+    and "cause: another key" in across["evidence"]
+    and "same requestState keys" in across["fix"],
+    "the doctor fails the deployment, its failed check first: state-across-replicas, "
+    "naming another key as the cause and sharing the keys as the fix",
+    across=across.to_dict(),
+)
+print("FAIL  state-across-replicas:", across["evidence"])
+print("      fix:", across["fix"])
+checks[["passed", "evidence"]]
+
+# %% [markdown]
+# The fix is the one the doctor names: every replica given the same keys (in the SDK,
+# `RequestStateSecurity(keys=[...])` from one secret, never the per-process default) and
+# the same server name (the state's audience; another name fails the same check, with
+# `cause: another server name`). With them, the same round-robin calls:
+
+# %%
+together = call_rounds(sdk.data["calls"]["one shared key"])
+claim(
+    all(call["completed"] for call in sdk.data["calls"]["one shared key"])
+    and together.groupby("call")["replica"].nunique().eq(2).all(),
+    "sharing one key and one name, every call completes, its rounds on both replicas",
+    rounds=together.to_dict("index"),
+)
+together
 
 # %% [markdown]
 # ## Exercises
