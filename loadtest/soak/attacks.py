@@ -12,33 +12,45 @@ runs beside its legitimate users (`loadtest.soak.run`).
     burst-stall, drip, small-cpu, subscription-growth
                      bodies that stall after a burst or drip in, small CPU calls at a
                      steady rate, subscriptions without end (`loadtest.soak.stall_attacks`)
+    many-principals-waits
+                     hundreds of principals each holding its four waits on a task of its
+                     own (`loadtest.soak.task_waits`)
+    cross-origin-lab forged requests from another page to the Lab tab's routes, its faults
+                     above all (`loadtest.soak.cross_origin`)
 
 Each is an attack on availability as a caller would make it, from outside: raw sockets or the
 reference clients, and the tools' caps read from `tools/list`. The attacker is
-anonymous, as an attacker's would be. An attack runs in a process of its own
-(`AttackProcess`, `python -m loadtest.soak.attacks`), so that its sockets and threads
-take nothing from the legitimate users' process, whose latencies are the measurement.
+anonymous, as an attacker's would be (but for the many principals, whose tokens it mints),
+and calls from an address of its own (`loadtest.soak.attacker`). An attack runs in a
+process of its own (`AttackProcess`, `python -m loadtest.soak.attacks`), so that its
+sockets and threads take nothing from the legitimate users' process, whose latencies are
+the measurement.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import select
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from loadtest.soak.attacker import YES, connect, transport
+from loadtest.soak.cross_origin import cross_origin_lab
 from loadtest.soak.held_sockets import hold
 from loadtest.soak.stall_attacks import burst_stall, drip, small_cpu, subscription_growth
 from loadtest.soak.status_line import status_of
-from server.client import SEED, Exchange, McpError, MrtrClient, task_capabilities
+from loadtest.soak.task_waits import SECRET_ENV, abandoned_waits, many_principals_waits, raw_request
+from server.client import SEED, McpError, MrtrClient, task_capabilities
 from server.harness.process import ChildProcess, raise_file_limit
 
 ATTACKS = (
@@ -50,15 +62,11 @@ ATTACKS = (
     "drip",
     "small-cpu",
     "subscription-growth",
+    "many-principals-waits",
+    "cross-origin-lab",
 )
 
 
-#: Seconds between two waves of abandoned waits: far less than the 30 s one wave held a
-#: replica before waits noticed their clients leaving (so that then the replicas were
-#: never free), and enough apart that the soak measures what the waits hold, not how
-#: many requests a second this machine carries. A flood of requests is the edge's to
-#: limit, per source address, which one machine's clients (all 127.0.0.1) cannot show.
-WAVE_GAP_S = 5.0
 #: Calls the CPU-heavy attack keeps running (four held /healthz for 3 s before the pool).
 CPU_CALLS = 4
 #: Threads sending oversized requests.
@@ -77,6 +85,9 @@ DEFAULT_SOCKETS = {
     "drip": 1024,
     "small-cpu": 1,
     "subscription-growth": 4,
+    # 520 principals of 4 waits each held /healthz in round 3; two threads of forgeries.
+    "many-principals-waits": 520,
+    "cross-origin-lab": 2,
 }
 
 
@@ -93,6 +104,15 @@ class AttackReport:
     #: "left": the attacker closed first, as it meant to), and for oversized requests by
     #: kind too.
     answers: Counter[str] = field(default_factory=Counter)
+    #: Told once, when the attack itself begins (after what it prepares beforehand).
+    on_ready: Callable[[], None] = field(default=lambda: None, repr=False)
+    announced: bool = field(default=False, repr=False)
+
+    def ready(self) -> None:
+        """The attack begins now: say so once."""
+        if not self.announced:
+            self.announced = True
+            self.on_ready()
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -102,16 +122,6 @@ class AttackReport:
             "sent": self.sent,
             "answers": dict(sorted(self.answers.items())),
         }
-
-
-def raw_request(method: str, params: dict[str, Any], capabilities: dict[str, Any]) -> bytes:
-    """One whole 2026-07-28 request for a raw socket: its head and JSON body."""
-    headers, body = Exchange(method, params, capabilities).next_request()
-    data = json.dumps(body).encode()
-    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-    return (
-        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{head}Content-Length: {len(data)}\r\n\r\n"
-    ).encode() + data
 
 
 def tool_cap(url: str, tool: str, argument: str) -> float:
@@ -128,43 +138,6 @@ def slow_bodies(host: str, port: int, seconds: float, sockets: int, report: Atta
         b"Content-Length: 100\r\n\r\n{"
     )
     hold(host, port, seconds, sockets, report, lambda _: head)
-
-
-def working_task(url: str) -> str:
-    """A `provision_vm` task of the attacker's that stays working for a minute."""
-    params = {
-        "name": "provision_vm",
-        "arguments": {"name": "decoy", "seconds": 60},
-        "task": {"ttl": 120_000},
-    }
-    exchange = Exchange("tools/call", params, task_capabilities(YES.capabilities(), SEED))
-    with MrtrClient(url, handlers=YES, transport=transport()) as client:
-        result = client.run(exchange).result or {}
-    return str(result["task"]["taskId"])
-
-
-def abandoned_waits(
-    host: str, port: int, seconds: float, sockets: int, report: AttackReport
-) -> None:
-    """Waves of `sockets` `tasks/result` requests on a working task, each left at once."""
-    url = f"http://{host}:{port}/mcp"
-    capabilities = task_capabilities(YES.capabilities(), SEED)
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            request = raw_request("tasks/result", {"taskId": working_task(url)}, capabilities)
-        except (McpError, httpx.HTTPError, KeyError):
-            report.answers["no task"] += 1
-            time.sleep(WAVE_GAP_S)
-            continue
-        for _ in range(sockets):
-            if time.monotonic() >= deadline:
-                break
-            with contextlib.suppress(OSError), connect(host, port, None) as sock:
-                sock.sendall(request)
-                report.sent += 1
-                report.answers["left"] += 1
-        time.sleep(WAVE_GAP_S)
 
 
 def cpu_heavy(host: str, port: int, seconds: float, sockets: int, report: AttackReport) -> None:
@@ -275,14 +248,34 @@ RUNS = {
     "drip": drip,
     "small-cpu": small_cpu,
     "subscription-growth": subscription_growth,
+    "many-principals-waits": many_principals_waits,
+    "cross-origin-lab": cross_origin_lab,
 }
 
 
-def run_attack(attack: str, host: str, port: int, seconds: float, sockets: int) -> AttackReport:
-    """Run one attack against `host:port` in this process for `seconds`; what it did."""
+#: Attacks that prepare before they begin (and say when they do, `AttackReport.ready`):
+#: their seconds count from then.
+PREPARED = frozenset({"many-principals-waits"})
+#: The line an attack process writes when its attack begins.
+READY = "ready"
+
+
+def run_attack(
+    attack: str,
+    host: str,
+    port: int,
+    seconds: float,
+    sockets: int,
+    on_ready: Callable[[], None] = lambda: None,
+) -> AttackReport:
+    """Run one attack against `host:port` in this process for `seconds`; what it did.
+    `on_ready` is told when it begins (at once, but for an attack that prepares)."""
     raise_file_limit(sockets)
-    report = AttackReport(attack, seconds, sockets)
+    report = AttackReport(attack, seconds, sockets, on_ready=on_ready)
+    if attack not in PREPARED:
+        report.ready()
     RUNS[attack](host, port, seconds, sockets, report)
+    report.ready()
     return report
 
 
@@ -290,14 +283,35 @@ class AttackProcess(ChildProcess):
     """One attack running in a process of its own (`python -m loadtest.soak.attacks`);
     `join` returns its report."""
 
-    def __init__(self, attack: str, host: str, port: int, *, seconds: float, sockets: int) -> None:
+    def __init__(
+        self,
+        attack: str,
+        host: str,
+        port: int,
+        *,
+        seconds: float,
+        sockets: int,
+        secret: str | None = None,
+    ) -> None:
         if attack not in RUNS:
             raise ValueError(f"unknown attack {attack!r}; one of {', '.join(ATTACKS)}")
         self.seconds = seconds
         command = [sys.executable, "-m", __name__, attack, host, str(port), str(seconds)]
+        # The cluster's token secret, for an attack that mints principals (as anyone with
+        # the public development secret could).
+        env = {**os.environ, **({SECRET_ENV: secret} if secret else {})}
         self.process = subprocess.Popen(
-            [*command, str(sockets)], stdout=subprocess.PIPE, start_new_session=True
+            [*command, str(sockets)], stdout=subprocess.PIPE, start_new_session=True, env=env
         )
+
+    def wait_ready(self, timeout_s: float = 300.0) -> None:
+        """Wait until the attack begins (what it prepares done), `timeout_s` at most."""
+        assert self.process is not None and self.process.stdout is not None
+        readable, _, _ = select.select([self.process.stdout], [], [], timeout_s)
+        line = self.process.stdout.readline().decode().strip() if readable else ""
+        if line != READY:
+            self.stop()
+            raise RuntimeError(f"the attack did not begin within {timeout_s:g} s: {line!r}")
 
     def join(self) -> dict[str, Any]:
         """Wait for the attack to end (its seconds, and a margin to let go); its report."""
@@ -313,7 +327,9 @@ class AttackProcess(ChildProcess):
 def main(argv: list[str]) -> None:
     """python -m loadtest.soak.attacks ATTACK HOST PORT SECONDS SOCKETS: its report as JSON."""
     attack, host, port, seconds, sockets = argv
-    report = run_attack(attack, host, int(port), float(seconds), int(sockets))
+    report = run_attack(
+        attack, host, int(port), float(seconds), int(sockets), lambda: print(READY, flush=True)
+    )
     print(json.dumps(report.as_dict()))
 
 

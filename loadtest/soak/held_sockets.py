@@ -27,10 +27,13 @@ DRIP_EVERY_S = 0.25
 
 
 class Report(Protocol):
-    """What an attack counts (`loadtest.soak.attacks.AttackReport`)."""
+    """What an attack counts, and where it says it begins
+    (`loadtest.soak.attacks.AttackReport`)."""
 
     sent: int
     answers: Counter[str]
+
+    def ready(self) -> None: ...
 
 
 def hold(

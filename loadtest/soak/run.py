@@ -41,6 +41,7 @@ from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.held_per_principal import hoard
 from loadtest.soak.attacks import DEFAULT_SOCKETS, AttackProcess
+from loadtest.soak.lab_door import LabDoor
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess, raise_file_limit
 
@@ -319,28 +320,33 @@ def run_attack_soak(
         for name in ["quiet", *attacks]:
             phase = Phase(name)
             attack = None
-            if name != "quiet":
-                attack = AttackProcess(
-                    name,
-                    "127.0.0.1",
-                    cluster.lb_port,
-                    seconds=ATTACK_RAMP_S + duration_s,
-                    sockets=sizes[name],
+            # The forgeries' target is the Lab tab over this cluster, the others' the cluster.
+            door = LabDoor(cluster) if name == "cross-origin-lab" else None
+            with door or contextlib.nullcontext():
+                if name != "quiet":
+                    attack = AttackProcess(
+                        name,
+                        "127.0.0.1",
+                        door.port if door else cluster.lb_port,
+                        seconds=ATTACK_RAMP_S + duration_s,
+                        sockets=sizes[name],
+                        secret=cluster.jwt_secret,
+                    )
+                    attack.wait_ready()
+                    time.sleep(ATTACK_RAMP_S)
+                down_before = _marked_down(cluster)
+                _swarm(
+                    cluster.url,
+                    users,
+                    duration_s,
+                    phase,
+                    tokens=tokens,
+                    calls=LEGITIMATE_CALLS,
+                    pause_s=pause_s,
                 )
-                time.sleep(ATTACK_RAMP_S)
-            down_before = _marked_down(cluster)
-            _swarm(
-                cluster.url,
-                users,
-                duration_s,
-                phase,
-                tokens=tokens,
-                calls=LEGITIMATE_CALLS,
-                pause_s=pause_s,
-            )
-            phase.marked_down = _marked_down(cluster) - down_before
-            if attack is not None:
-                phase.attack = attack.join()
+                phase.marked_down = _marked_down(cluster) - down_before
+                if attack is not None:
+                    phase.attack = attack.join()
             report.phases.append(phase)
     return report
 

@@ -21,7 +21,7 @@ import pytest
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
-from loadtest.soak.attacks import raw_request, working_task
+from loadtest.soak.task_waits import raw_request, working_task
 from server.client import SEED, Handlers, MrtrClient, accept, task_capabilities
 from server.harness.process import ServerProcess, free_port
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
