@@ -31,7 +31,7 @@ import nbformat
 
 from book.control_pages import STEPS_KEY
 from book.control_steps import RECORDING, STEPS_MIME
-from book.diagrams import has_diagram, mermaid_renderer
+from book.diagrams import DiagramError, has_diagram, mermaid_renderer
 from book.editions import Edition, readable, solution_texts
 from book.handouts import write_handout
 from book.pages import remote_loads, visible_text
@@ -39,6 +39,7 @@ from book.sources import (
     README,
     BookContent,
     MarkdownStep,
+    SourceError,
     docs_pages,
     page_text,
     write_sources,
@@ -292,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         executed = args.executed.resolve() if args.executed is not None else None
         build([p.resolve() for p in notebooks], args.out.resolve(), executed)
-    except BookError as error:
+    except (BookError, DiagramError, SourceError) as error:
         print(f"book: {error}", file=sys.stderr)
         return 1
     return 0

@@ -101,3 +101,24 @@ def test_the_command_refuses_an_executed_folder_that_is_not_one(tmp_path: Path) 
     with pytest.raises(SystemExit) as exited:
         main(["--out", str(tmp_path), "--executed", str(tmp_path / "missing")])
     assert exited.value.code == 2
+
+
+def test_a_missing_chromium_is_said_in_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran = tmp_path / "ran"
+    ran.mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("```mermaid\nsequenceDiagram\n    A->>B: hello\n```"),
+        nbformat.v4.new_code_cell(
+            "print(1)", outputs=[nbformat.v4.new_output("stream", text="1\n")]
+        ),
+    ]
+    source = tmp_path / "01_x.ipynb"
+    nbformat.write(notebook, source)
+    nbformat.write(notebook, ran / source.name)
+    monkeypatch.setenv("MRTR_CHROMIUM", str(tmp_path / "no-chromium"))
+    code = main(["--out", str(tmp_path / "out"), "--executed", str(ran), str(source)])
+    assert code == 1
+    assert "chromium" in capsys.readouterr().err.lower()
