@@ -282,7 +282,8 @@ def _run_headless(
     _wait_stopped(runner, swarm.env.stop_timeout + 30)
     ended = time.time()
     if meter is not None:
-        meter.stop(0)
+        with contextlib.suppress(OSError):  # a replica gone: the readings so far
+            meter.stop(0)
     await_worker_reports(runner, swarm.worker_ids)
     calls = _collector(swarm)
     summary = summarize(
