@@ -8,7 +8,8 @@ a few values of each control: `POINTS` steps across a slider's range (in its own
 evenly apart, on a log slider's exponent), every choice of a drop-down or a check box, and
 the value it started at. One control moves at a time, the others stay at their starting
 values (the steps of each control, not every combination of them: a few seconds per
-step). What each call printed and drew is kept, as a notebook's outputs.
+step). What each call printed and drew is kept, as a notebook's outputs (an error it
+raised as the line JupyterLab would show under the sliders).
 
 `record_steps` runs in the kernel (the build sends its source there, with `RECORDING`):
 it imports nothing of the book, only what the notebook's kernel has. It shows the record
@@ -77,13 +78,19 @@ def record_steps(points: int, mime: str) -> None:
         return None
 
     def outputs_of(call: Any, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        failure = ""
         with capture_output(display=True) as captured:
-            call(**arguments)
-            plt.show()
+            try:
+                call(**arguments)
+                plt.show()
+            except Exception as error:  # the page shows what the reader would see
+                failure = f"{type(error).__name__}: {error}\n"
         plt.close("all")
         shown: list[dict[str, Any]] = []
         if captured.stdout:
             shown.append({"output_type": "stream", "name": "stdout", "text": captured.stdout})
+        if failure:
+            shown.append({"output_type": "stream", "name": "stderr", "text": failure})
         for output in captured.outputs:
             data = {
                 form: base64.b64encode(value).decode() if isinstance(value, bytes) else value

@@ -1,6 +1,7 @@
 """The build records an interactive's steps in the notebook's own kernel: at each step of
 each control, what the function printed and drew for that value, the others at their
-starting values; a control it cannot step through is named as such."""
+starting values (an error as the line a reader would see); a control it cannot step
+through is named as such."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from matplotlib import pyplot as plt
 
 
 def draw(replicas, think_s, kind, name):
+    if think_s > 50:
+        raise ValueError("think time beyond the horizon")
     print(f"{replicas} replicas, think {think_s:.1f} s, {kind}, {name}")
     plt.bar([0, 1], [replicas, think_s])
     plt.show()
@@ -65,8 +68,15 @@ def test_each_step_shows_what_the_function_printed_and_drew_for_that_value(
         assert any("image/png" in output.get("data", {}) for output in outputs)
     think = controls["think_s"]
     assert think["labels"][0] == "1.0" and think["labels"][-1] == "100.0"
-    for label, outputs in zip(think["labels"], think["outputs"], strict=True):
+    for label, outputs in zip(think["labels"][:-1], think["outputs"][:-1], strict=True):
         assert printed(outputs) == f"4 replicas, think {label} s, mrtr, lab\n"
+    assert think["outputs"][-1] == [
+        {
+            "output_type": "stream",
+            "name": "stderr",
+            "text": "ValueError: think time beyond the horizon\n",
+        }
+    ]
     assert controls["kind"]["labels"] == ["sticky", "mrtr"]
     assert printed(controls["kind"]["outputs"][0]) == "4 replicas, think 10.0 s, sticky, lab\n"
 
