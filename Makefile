@@ -19,10 +19,15 @@ BOOK_TOOLS := $(TOOLS)/book
 MERMAID_VERSION := 11.17.2
 WIDGETS_HTML_MANAGER_VERSION := 1.0.15
 # A student's install (`pip install '.[notebooks]'`, nothing else) for the browser test
-# that runs every notebook without HAProxy, Redis or Node.
+# that runs every notebook without HAProxy, Redis or Node, with the teacher's `teaching`
+# group beside it for `make assignments`.
 LIGHT_VENV := $(TOOLS)/light-venv
+# nbgrader's JupyterLab and server extensions, which a student's install does not have:
+# turned off in the light install, so its JupyterLab is the student's.
+NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
+NBGRADER_LAB_EXTENSIONS := @jupyter/nbgrader @jupyter-notebook/lab-extension
 
-.PHONY: setup lab test check lint format conformance report book swarm clean
+.PHONY: setup lab test check lint format conformance report book assignments swarm clean
 
 setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) \
   $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION) \
@@ -75,7 +80,15 @@ $(LIGHT_VENV)/.installed: pyproject.toml
 	rm -rf $(LIGHT_VENV)
 	$(PYTHON) -m venv $(LIGHT_VENV)
 	$(LIGHT_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(LIGHT_VENV)/bin/python -m pip install --quiet -e '.[notebooks]'
+	$(LIGHT_VENV)/bin/python -m pip install --quiet -e '.[notebooks,teaching]'
+	for extension in $(NBGRADER_SERVER_EXTENSIONS); do \
+	  $(LIGHT_VENV)/bin/jupyter server extension disable --sys-prefix \
+	    nbgrader.server_extensions.$$extension >/dev/null 2>&1 || exit 1; \
+	done
+	for extension in $(NBGRADER_LAB_EXTENSIONS); do \
+	  $(LIGHT_VENV)/bin/jupyter labextension disable --level=sys_prefix $$extension \
+	    >/dev/null 2>&1 || exit 1; \
+	done
 	touch $@
 
 system-packages:
@@ -129,6 +142,15 @@ report: setup
 # teacher's (answers behind a button) in build/book/student and build/book/teacher.
 book: setup
 	$(BIN)/python -m book --out build/book
+
+# The graded exercises as nbgrader assignments, in the git-ignored build/assignments/: the
+# teacher's copies with the hidden tests (source/), the student notebooks to hand out
+# (release/) and the autograder (gradebook.db). Made in the light install, which has the
+# `teaching` group; grade what students hand back with `python -m assignments grade`
+# (docs/classroom.md).
+ASSIGNMENTS_OUT ?= build/assignments
+assignments: $(LIGHT_VENV)/.installed
+	$(LIGHT_VENV)/bin/python -m assignments --out $(ASSIGNMENTS_OUT)
 
 # Three MRTR replicas behind HAProxy, 10 users on one Locust worker, and Locust's web UI
 # on the lab's tab (replicas, fault buttons) at the URL printed; Ctrl-C stops all.
