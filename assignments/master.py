@@ -25,6 +25,8 @@ EXERCISE_NUMBER = re.compile(r"\*\*Exercise (\d+)\.\*\*")
 #: nbgrader's version of the cell metadata it reads.
 NBGRADER_SCHEMA = 3
 EXERCISES_HEADING = "## Exercises"
+#: The heading of a notebook's exercises, on a line of its own in a Markdown cell.
+EXERCISES = re.compile(rf"^{EXERCISES_HEADING}$", re.M)
 ASSIGNMENT_INTRO = f"""{EXERCISES_HEADING}
 
 Write your answer in the empty code cell under each exercise, then run the cell after it:
@@ -100,8 +102,9 @@ def master_notebook(source: Path, graded: tuple[GradedExercise, ...]) -> nbforma
     number: int | None = None
     answered: set[int] = set()
     for cell in notebook.cells:
-        if cell.cell_type == "markdown" and cell.source.startswith(EXERCISES_HEADING):
-            cell.source = ASSIGNMENT_INTRO
+        if cell.cell_type == "markdown" and (heading := EXERCISES.search(cell.source)):
+            # What the lesson says of its answers' buttons gives way to how the copy is graded.
+            cell.source = cell.source[: heading.start()] + ASSIGNMENT_INTRO
         elif cell.cell_type == "markdown" and (found := exercise_number(cell)) is not None:
             number = found
             if number in by_number:
