@@ -42,6 +42,10 @@ from book.sources import WIDGETS_DIST
 from tests.browser.conftest import CHROMIUM_FLAGS, PAGE_LOAD_TIMEOUT_S, system_chromium, wait_until
 from tests.browser.light_install import LightRuns, light_install_ready
 
+#: The module's book is built in its first test's set-up, after the light install's Run All
+#: of both notebooks when no earlier test asked for it (minutes on a busy machine).
+pytestmark = pytest.mark.timeout(900)
+
 SUBSET = ("01_mrtr_protocol.ipynb", "02_three_architectures.ipynb")
 #: The notebook of the two whose sliders' state the run saved and the page embeds.
 WITH_SLIDERS = "02_three_architectures.ipynb"
