@@ -325,8 +325,11 @@ result_tables.readable(
 )
 
 # %% [markdown]
-# `new questions after an upgrade` counts MRTR calls that met version 2 halfway and were
-# asked for `microsoft_login`: a question that did not exist when they started, asked once.
+# `new questions after an upgrade` counts calls asked for `microsoft_login`, a question
+# that did not exist when they started, asked once. They are MRTR calls that met version 2
+# halfway. A legacy call meets it only if it is cut and started again from the first
+# question on a version-2 replica after its user had answered: rare (none in most runs,
+# now and then one), tens of times rarer than MRTR's.
 # `calls whose progress was lost` counts calls the legacy clients had to start again (most
 # of them then complete, so few are `lost` for good, but whatever their users had already
 # answered is asked again: `answers asked again`).
@@ -334,9 +337,11 @@ result_tables.readable(
 # %%
 means = at_default.pivot(index="architecture", columns="metric", values="mean")
 claim(
-    means.loc["mrtr", "new_questions"] > 0
-    and (means.loc[["sse-store", "sticky"], "new_questions"] == 0).all(),
-    "only MRTR calls meet version 2 halfway and are asked its new question",
+    means.loc["mrtr", "new_questions"]
+    > 10 * means.loc[["sse-store", "sticky"], "new_questions"].max()
+    and means.loc["mrtr", "new_questions"] > 0,
+    "MRTR calls meet version 2 halfway and are asked its new question; legacy calls meet it "
+    "rarely (started again on version 2), ten times less often at least",
     new_questions=means["new_questions"].to_dict(),
 )
 claim(

@@ -231,9 +231,12 @@ fig = plots.through_a_spike(
 plt.show()
 
 # %% [markdown]
-# The queues during the spike look alike for *none* and *offload* (offload's a little
-# shorter): the spike is beyond what the replicas can do (section 3 computes their
-# capacity), so work moved from a busy replica lands on another busy replica.
+# The queues during the spike look alike for *none* and *offload*: the spike is beyond
+# what the replicas can do (section 3 computes their capacity), so work moved from a busy
+# replica lands on another busy replica. Offload's queue is a little shorter on average
+# (over forty seeds its mean during the spike came to 0.92 of none's), but one run is one
+# sample: with another `SEED` it may come out a little longer. What holds run by run is
+# the interval: within a third of none's, either way (0.72 to 1.13 over those seeds).
 # *reject-503* looks worse, not better: every rejected request comes back after its
 # backoff, on top of new arrivals, and its first half is done again, so its queue grows
 # far longer during the spike and takes a while to drain after it, when the others' are
@@ -254,11 +257,10 @@ during = {
     for policy in POLICIES
 }
 claim(
-    during["mrtr-offload"] <= during["none"]
-    and during["mrtr-offload"] > 0.75 * during["none"]
+    abs(during["mrtr-offload"] / during["none"] - 1) < 1 / 3
     and during["reject-503"] > 3 * during["none"],
-    "during the spike the queues of none and offload look alike, offload's a little shorter; "
-    "503's grows far longer",
+    "during the spike the queues of none and offload look alike (one run's offload "
+    "queue within a third of none's, either way); 503's grows far longer",
     mean_queued=during,
 )
 after = {policy: at(policy, "queued_requests", spike_end_s + 10) for policy in POLICIES}
