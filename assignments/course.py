@@ -27,7 +27,8 @@ import nbformat
 from assignments.graded import GRADED
 from assignments.master import master_notebook
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+#: The lab's notebooks, from the lab's folder (an install of the package does not carry them).
+NOTEBOOKS = Path("notebooks")
 #: The course's settings for nbgrader: the student's empty cell, and a bound on one cell's
 #: run when grading (the lessons' simulations take seconds, not nbgrader's default 30 s).
 CONFIG = """\
@@ -70,11 +71,11 @@ def nbgrader(root: Path, *args: str, timeout_s: float = 1800) -> str:
     return done.stdout + done.stderr
 
 
-def copy_recordings(name: str, folder: Path) -> None:
+def copy_recordings(name: str, folder: Path, notebooks: Path = NOTEBOOKS) -> None:
     """Put the notebook's recorded live runs in `recorded/` beside it: nbgrader hands out
     and grades with the files of the assignment's folder, and a notebook reads its
     recordings from `recorded/` in the folder it runs in (`lessons.recordings`)."""
-    recordings = sorted((NOTEBOOKS / "recorded").glob(f"{name}.*.json"))
+    recordings = sorted((notebooks / "recorded").glob(f"{name}.*.json"))
     shutil.rmtree(folder / "recorded", ignore_errors=True)
     if recordings:
         (folder / "recorded").mkdir()
@@ -82,9 +83,12 @@ def copy_recordings(name: str, folder: Path) -> None:
             shutil.copy2(recording, folder / "recorded" / recording.name)
 
 
-def make_assignments(root: Path, names: list[str] | None = None) -> list[Path]:
-    """Write each graded notebook's teacher's copy into `root`'s source folder and release
-    its student notebook; the released notebooks' paths."""
+def make_assignments(
+    root: Path, names: list[str] | None = None, notebooks: Path = NOTEBOOKS
+) -> list[Path]:
+    """Write each graded notebook's teacher's copy into `root`'s source folder, from its
+    twin in `notebooks`, and release its student notebook; the released notebooks' paths."""
+    notebooks = notebooks.resolve()
     root.mkdir(parents=True, exist_ok=True)
     (root / "nbgrader_config.py").write_text(CONFIG % CELL_TIMEOUT_S)
     names = names or sorted(GRADED)
@@ -93,9 +97,9 @@ def make_assignments(root: Path, names: list[str] | None = None) -> list[Path]:
             raise ValueError(f"{name} has no graded exercises; graded: {sorted(GRADED)}")
         folder = root / "source" / name
         folder.mkdir(parents=True, exist_ok=True)
-        master = master_notebook(NOTEBOOKS / f"{name}.py", GRADED[name])
+        master = master_notebook(notebooks / f"{name}.py", GRADED[name])
         nbformat.write(master, folder / f"{name}.ipynb")
-        copy_recordings(name, folder)
+        copy_recordings(name, folder, notebooks)
     # One run for every assignment of the folder: nbgrader takes seconds to start.
     nbgrader(root, "generate_assignment", "*", "--force")
     return [root / "release" / name / f"{name}.ipynb" for name in names]
