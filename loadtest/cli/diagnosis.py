@@ -56,7 +56,7 @@ def add_commands(commands: Any) -> None:
         "it states for the tool the doctor calls (default: all drawn from its schemas)",
     )
     add_flags(options, Examination)
-    add_json_option(options, "write {ready, checks: [{name, passed, evidence, fix}]} here")
+    add_json_option(options, "write {ready, checks: [{name, passed, evidence, fix, figures}]} here")
     doctor.set_defaults(run=run_doctor)
 
 

@@ -23,7 +23,7 @@ class Report:
         return [f for f in self.findings if not f.passed] + [f for f in self.findings if f.passed]
 
     def to_json(self) -> dict[str, Any]:
-        """`{ready, checks: [{name, passed, evidence, fix}]}`."""
+        """`{ready, checks: [{name, passed, evidence, fix, figures}]}`."""
         return {"ready": self.ready, "checks": [f.to_json() for f in self.ordered()]}
 
     def text(self) -> str:
