@@ -11,6 +11,7 @@ and in a task alike.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -37,7 +38,7 @@ def schema_problem(request: InputRequest, parsed: Any) -> str | None:
     schema = request.params.get("requestedSchema")
     if not schema:
         return None
-    validator = _validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+    validator = _validator_of(schema)
     if validator.is_valid(parsed.content):
         return None
     found = []
@@ -47,6 +48,29 @@ def schema_problem(request: InputRequest, parsed: Any) -> str | None:
             break
     reason = "; ".join(found)
     return reason if len(reason) <= MAX_REASON_CHARS else reason[: MAX_REASON_CHARS - 3] + "..."
+
+
+#: The validator of each schema object a form was last asked with, by its identity, beside
+#: a copy of the schema it was built for (bounded: cleared past 256 objects).
+_by_identity: dict[int, tuple[Any, Any, Any]] = {}
+
+
+def _validator_of(schema: Any) -> Any:
+    """The validator for a form's schema, found without writing the schema out.
+
+    A tool asks with the same schema object on every run (a module's constant), so that
+    object finds its validator again, while it is held here (its id is not reused) and still
+    equal to the copy the validator was built for (not changed since in place). Any other
+    schema is written out as sorted JSON and looked up by that.
+    """
+    held = _by_identity.get(id(schema))
+    if held is not None and held[0] is schema and held[1] == schema:
+        return held[2]
+    validator = _validator(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+    if len(_by_identity) >= 256:
+        _by_identity.clear()
+    _by_identity[id(schema)] = (schema, copy.deepcopy(schema), validator)
+    return validator
 
 
 @lru_cache(maxsize=256)

@@ -8,6 +8,7 @@ already checked against the schema.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,9 @@ class Tool:
         #: `required`, declared as `execution={"taskSupport": ...}` when registering and
         #: shown as such in `tools/list`. Read on every call, so read from `extra` once.
         self.task_support: str = (self.extra.get("execution") or {}).get("taskSupport", "forbidden")
+        #: Whether any part of the schema is typed `integer`: if none is, no argument can
+        #: be a float written for one, and the walk that looks for them is skipped.
+        self._types_integers = '"integer"' in json.dumps(self.input_schema, default=str)
 
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why `arguments` do not fit the input schema (empty when they do).
@@ -60,6 +64,8 @@ class Tool:
         where it counts: `range`, `to_bytes`), so it is refused here as invalid params.
         """
         if self._validator.is_valid(arguments):
+            if not self._types_integers:
+                return []
             return _written_as_floats(self.input_schema, arguments, ())
         return [
             f"arguments{_json_path(error.instance_path)}: {error.message}"

@@ -164,14 +164,28 @@ RELAY_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
 def from_this_machine(scope: Scope, headers: Mapping[str, str]) -> bool:
     """Whether a request comes from this machine itself: a loopback peer (or a Unix socket),
     and no proxy saying it relays someone else's."""
-    for name in RELAY_HEADERS:
-        if name in headers:
-            return False
+    if not headers.keys().isdisjoint(RELAY_HEADERS):
+        return False
     client = scope.get("client")
     if not client:
         return True  # a Unix socket: only this machine reaches it
+    peer = client[0]
+    local = _loopback_peers.get(peer)
+    if local is None:
+        # Parsing an address costs more than the rest of the guard: each peer once.
+        if len(_loopback_peers) > 1024:
+            _loopback_peers.clear()
+        local = _loopback_peers[peer] = _is_loopback_address(peer)
+    return local
+
+
+#: Whether each peer address seen is a loopback one (bounded: cleared past 1,024 peers).
+_loopback_peers: dict[str, bool] = {}
+
+
+def _is_loopback_address(peer: str) -> bool:
     try:
-        return ipaddress.ip_address(client[0]).is_loopback
+        return ipaddress.ip_address(peer).is_loopback
     except ValueError:
         # A name, not an address: a client in this very process (Starlette's TestClient
         # calls itself "testclient"). A network server gives the peer's address.

@@ -171,7 +171,7 @@ def with_wire_limits(base: type[asyncio.Protocol], limits: WireLimits) -> type[a
                     self._disarm_header_timer()
                 else:
                     # Its head came in this one read, on a kept-alive connection.
-                    self._request_started_s = asyncio.get_running_loop().time()
+                    self._request_started_s = self.loop.time()
                 if len(cycle.scope["headers"]) > max_header_count or (
                     len(data) > max_header_bytes and head_size(cycle.scope) > max_header_bytes
                 ):
