@@ -57,9 +57,10 @@ class CiGate:
         simulation from answering (a tool it does not model, a file it cannot read) is
         said in the summary rather than lose the run's figures."""
         from loadtest.scenarios.ceiling_prediction import predicted_ceiling, service_round
+        from loadtest.swarm.rate_ceiling import ceiling_search
 
-        step = self.config.rate_per_s
-        rates = [round(step * k, 6) for k in range(1, self.plan.max_steps + 1)]
+        search = ceiling_search(self.config, self.plan)
+        rates = [search.rate_of(k) for k in range(1, self.plan.max_steps + 1)]
         round_ms, round_from = service_round(self.plan.predict_round_ms, summary)
         try:
             return predicted_ceiling(

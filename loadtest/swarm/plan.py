@@ -87,6 +87,12 @@ class SwarmPlan(TargetCallers):
         "(--slo-p95-ms, --max-error-share) breaks, and reports the highest rate that held",
     )
     max_steps: int = setting(10, help="--find-ceiling: the most steps it runs")
+    start_rate: float | None = setting(
+        None,
+        metavar="PER_S",
+        help="--find-ceiling: the first step's rate, a whole number of --rate (default: --rate), "
+        "so that the steps start near the knee rather than climb to it",
+    )
     slo_p95_ms: float = setting(
         250.0, help="--find-ceiling: the SLO's p95 latency of a completed call (ms)"
     )

@@ -1,8 +1,8 @@
 """The ceiling: the highest open-loop rate at which the deployment still meets its SLO.
 
-`--find-ceiling` steps the rate: the first `--step-s` seconds at `--rate` calls per second,
-then twice, three times that, one more arrival stream of `--rate` per step (Poisson
-streams add up to a Poisson stream), until a step breaks the SLO (`--slo-p95-ms`,
+`--find-ceiling` steps the rate: the first `--step-s` seconds at `--rate` calls per second
+(or `--start-rate`, a whole number of them), then one more arrival stream of `--rate` per
+step (Poisson streams add up to a Poisson stream), until a step breaks the SLO (`--slo-p95-ms`,
 `--max-error-share`) or `--max-steps` have run. A step's calls are the ones that started in
 it; it holds when their p95 latency is within the SLO and their share of failed and lost
 calls at most the maximum (a step in which no call was answered holds: none missed it).
@@ -22,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.swarm.load_shapes import Schedule
+from loadtest.swarm.plan import SwarmPlan
 from loadtest.swarm.tool_table import error_share, percentiles_ms
 
 #: Seconds between readings of the replicas' time: a few inside each step.
@@ -38,10 +40,17 @@ class CeilingSearch:
     max_steps: int
     slo_p95_ms: float
     max_error_share: float
+    #: Arrival streams of the first step: a search that starts near the knee rather than
+    #: climb to it from a single stream spends its time where the ceiling is.
+    first_streams: int = 1
+
+    def streams_of(self, step: int) -> int:
+        """The arrival streams of step `step` (1 the first)."""
+        return self.first_streams + step - 1
 
     def rate_of(self, step: int) -> float:
         """The rate of step `step` (1 the first)."""
-        return round(self.rate_step_per_s * step, 6)
+        return round(self.rate_step_per_s * self.streams_of(step), 6)
 
 
 class ReplicaTime(NamedTuple):
@@ -87,6 +96,30 @@ def _per_round_ms(busy: dict[str, Any] | None) -> dict[str, float | None]:
     }
 
 
+def ceiling_search(config: LoadTestConfig, plan: SwarmPlan) -> CeilingSearch:
+    """The ceiling's search: steps of `--rate` calls per second each from `--start-rate`,
+    and the SLO."""
+    if not config.rate_per_s:
+        raise LoadTestError("--find-ceiling needs --rate: the calls per second each step adds")
+    first_streams = 1
+    if plan.start_rate is not None:
+        first_streams = round(plan.start_rate / config.rate_per_s)
+        whole = abs(first_streams * config.rate_per_s - plan.start_rate) <= 1e-6 * plan.start_rate
+        if first_streams < 1 or not whole:
+            raise LoadTestError(
+                f"--start-rate {plan.start_rate:g} is not a whole number of --rate "
+                f"{config.rate_per_s:g}: each step's arrivals are streams of --rate"
+            )
+    return CeilingSearch(
+        rate_step_per_s=config.rate_per_s,
+        step_s=plan.step_s,
+        max_steps=plan.max_steps,
+        slo_p95_ms=plan.slo_p95_ms,
+        max_error_share=plan.max_error_share,
+        first_streams=first_streams,
+    )
+
+
 class RateSteps(Schedule):
     """Arrival streams of `rate_step_per_s` each, one more every `step_s`: `tick()` gives
     the streams of the current step, None after the last or once `broken()` says the step
@@ -109,7 +142,8 @@ class RateSteps(Schedule):
                 return None
         if step > self.search.max_steps:
             return None
-        return step, float(step)
+        streams = self.search.streams_of(step)
+        return streams, float(streams)
 
 
 def step_figures(

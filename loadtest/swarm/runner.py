@@ -55,8 +55,14 @@ from loadtest.swarm.locust_stats import (
     write_html_report,
 )
 from loadtest.swarm.plan import LOCUST_MASTER_PORT, SwarmPlan
-from loadtest.swarm.rate_ceiling import REPLICA_READ_EVERY_S, RateSteps, ReplicaTime, ceiling
-from loadtest.swarm.shaped_run import ceiling_search, drive, shape_for
+from loadtest.swarm.rate_ceiling import (
+    REPLICA_READ_EVERY_S,
+    RateSteps,
+    ReplicaTime,
+    ceiling,
+    ceiling_search,
+)
+from loadtest.swarm.shaped_run import drive, shape_for
 from loadtest.swarm.target_mix import exported_mix
 from loadtest.swarm.user_classes import LOCUSTFILE, TARGET_USER_CLASS, USER_CLASSES
 
@@ -336,8 +342,10 @@ def _collector(swarm: _Swarm) -> CallCollector:
 def _who_shaped(config: LoadTestConfig, plan: SwarmPlan) -> str:
     """Who calls in a shaped run: its shape, or the ceiling's steps."""
     if plan.find_ceiling:
+        first = ceiling_search(config, plan).rate_of(1)
         return (
-            f"finding the ceiling: +{config.rate_per_s:g} calls/s every {plan.step_s:g} s, "
+            f"finding the ceiling: {first:g} calls/s, "
+            f"+{config.rate_per_s:g} calls/s every {plan.step_s:g} s, "
             f"at most {plan.max_steps} steps, SLO p95 <= {plan.slo_p95_ms:g} ms"
         )
     if plan.shape == "spike":

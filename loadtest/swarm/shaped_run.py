@@ -17,23 +17,10 @@ from locust import LoadTestShape
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.swarm.load_shapes import Schedule, ShapeSettings, shape_of
 from loadtest.swarm.plan import SwarmPlan
-from loadtest.swarm.rate_ceiling import CeilingSearch, RateSteps, ended_broke
+from loadtest.swarm.rate_ceiling import RateSteps, ceiling_search, ended_broke
 
 #: How often the shape is asked (s), as Locust's shape worker asks.
 TICK_S = 1.0
-
-
-def ceiling_search(config: LoadTestConfig, plan: SwarmPlan) -> CeilingSearch:
-    """The ceiling's search: steps of `--rate` calls per second each, and the SLO."""
-    if not config.rate_per_s:
-        raise LoadTestError("--find-ceiling needs --rate: the calls per second each step adds")
-    return CeilingSearch(
-        rate_step_per_s=config.rate_per_s,
-        step_s=plan.step_s,
-        max_steps=plan.max_steps,
-        slo_p95_ms=plan.slo_p95_ms,
-        max_error_share=plan.max_error_share,
-    )
 
 
 def check_shape(config: LoadTestConfig, plan: SwarmPlan) -> None:

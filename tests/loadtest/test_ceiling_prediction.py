@@ -9,9 +9,17 @@ from typing import Any
 import pytest
 
 from labsim.model.measured import DEFAULT_PATH
-from loadtest.config import LoadTestConfig
+from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.scenarios.ceiling_prediction import predicted_ceiling, service_round
-from loadtest.swarm.rate_ceiling import CeilingSearch, ReplicaTime, ceiling, ceiling_lines
+from loadtest.swarm.plan import SwarmPlan
+from loadtest.swarm.rate_ceiling import (
+    CeilingSearch,
+    RateSteps,
+    ReplicaTime,
+    ceiling,
+    ceiling_lines,
+    ceiling_search,
+)
 
 RATES = [float(k) for k in range(1, 21)]
 
@@ -118,3 +126,25 @@ def test_a_step_in_which_no_call_started_holds_and_the_search_goes_on() -> None:
     assert [s["started"] for s in found["steps"]] == [0, 40]
     assert [s["held"] for s in found["steps"]] == [True, True]
     assert found["ceiling_rate_per_s"] == 20.0 and found["broke_at_step"] is None
+
+
+def test_a_search_from_a_start_rate_adds_its_streams_to_the_first_steps() -> None:
+    """--rate 1.5 --start-rate 6: four streams first, then one more each step."""
+    config = LoadTestConfig(rate_per_s=1.5)
+    plan = SwarmPlan(find_ceiling=True, headless=True, start_rate=6.0, step_s=2.0, max_steps=3)
+    search = ceiling_search(config, plan)
+    assert [search.rate_of(k) for k in (1, 2, 3)] == [6.0, 7.5, 9.0]
+    steps: Any = RateSteps(search)
+    ticks = []
+    for t in range(7):
+        steps.get_run_time = lambda t=t: float(t)
+        ticks.append(steps.tick())
+    assert ticks == [(4, 4.0)] * 2 + [(5, 5.0)] * 2 + [(6, 6.0)] * 2 + [None]
+    assert ceiling_search(config, SwarmPlan(find_ceiling=True)).rate_of(1) == 1.5
+
+
+@pytest.mark.parametrize("start_rate", [5.0, 0.5])
+def test_a_start_rate_that_is_not_a_whole_number_of_streams_is_refused(start_rate: float) -> None:
+    plan = SwarmPlan(find_ceiling=True, headless=True, start_rate=start_rate)
+    with pytest.raises(LoadTestError, match="whole number of --rate"):
+        ceiling_search(LoadTestConfig(rate_per_s=1.5), plan)
