@@ -1,7 +1,8 @@
 """requestState across a deployment: a state sealed by one replica must open on every
 other (the retry of a call may land anywhere), through the balancer as often as a user
 retries, bound to its caller where the deployment authenticates, and alive for as long
-as a user thinks.
+as a user thinks; and how long a state lives (its TTL), as far as the ages it is retried
+at tell.
 
 The simplest test is the one each check makes: start a call on A whose tool asks, send
 the retry with A's requestState to B, and read what B says. When B refuses, the cause is
