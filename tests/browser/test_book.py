@@ -39,6 +39,7 @@ from book.editions import SOLUTION_TAG, Edition, readable, solution_texts, widge
 from book.handouts import handout_name
 from book.pages import remote_loads, visible_text
 from book.sources import WIDGETS_DIST
+from lessons.answers import HIDE, SHOW
 from tests.browser.conftest import CHROMIUM_FLAGS, PAGE_LOAD_TIMEOUT_S, system_chromium, wait_until
 from tests.browser.light_install import LightRuns, light_install_ready
 
@@ -214,6 +215,8 @@ def test_each_notebook_page_shows_its_figures_diagrams_widgets_and_answers_offli
     solutions = [c for c in source.cells if SOLUTION_TAG in c.metadata.get("tags", [])]
     if which is Edition.STUDENT:
         assert buttons == [] and solutions == []
+        shown = readable(offline.find_element(By.TAG_NAME, "body").text)
+        assert readable(SHOW) not in shown and readable(HIDE) not in shown
     else:
         assert len(buttons) == len(solutions) > 0
         answer = (
