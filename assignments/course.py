@@ -118,7 +118,7 @@ def grade(root: Path, name: str) -> list[Grade]:
 
 def grades(root: Path) -> list[Grade]:
     """Every score in the gradebook, by student and assignment."""
-    table = root / "grades.csv"
+    table = root.resolve() / "grades.csv"
     nbgrader(root, "export", "--to", str(table))
     with table.open(newline="") as rows:
         return [

@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from assignments.course import submission_path
 from assignments.graded import GRADED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +86,7 @@ def test_the_student_notebooks_hold_the_checks_and_no_answer(course: Path) -> No
 
 
 def submit(course: Path, student: str, notebook: nbformat.NotebookNode) -> None:
-    path = course / "submitted" / student / GRADED_END_TO_END / f"{GRADED_END_TO_END}.ipynb"
+    path = submission_path(course, student, GRADED_END_TO_END)
     path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, path)
 
@@ -102,7 +103,16 @@ def test_a_right_and_a_wrong_submission_get_different_grades(course: Path) -> No
     first_answer.source = WRONG_ANSWER
     submit(course, "wrong", wrong)
     graded = subprocess.run(
-        [str(LIGHT_PYTHON), "-m", "assignments", "grade", "--out", str(course), name],
+        # The course folder as a teacher names it, relative to the lab's folder.
+        [
+            str(LIGHT_PYTHON),
+            "-m",
+            "assignments",
+            "grade",
+            "--out",
+            os.path.relpath(course, ROOT),
+            name,
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
