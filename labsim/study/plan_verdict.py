@@ -106,7 +106,10 @@ def judge(
     share_ci = (max(0.0, share_ci[0]), min(1.0, share_ci[1]))
     utilization = _mean(r["utilization"] for r in runs)
     memory = base_memory_bytes + max(r["peak_replica_held_bytes"] for r in runs)
-    connections = max(r["peak_replica_connections"] for r in runs)
+    # The connections a run's busiest replica peaked at, over the runs: what one live run
+    # as long as a replication's measurement sees (the most of all runs would be the peak
+    # of a run several times as long). A run that turned requests away is judged by that.
+    connections = round(_mean(r["peak_replica_connections"] for r in runs))
     reading = Reading(
         utilization=utilization,
         peak_memory_bytes=memory,

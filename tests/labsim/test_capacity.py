@@ -205,6 +205,19 @@ def test_a_failed_call_is_a_miss_of_the_slo() -> None:
     assert {"latency", "completion"} <= set(verdict.broke())
 
 
+def test_the_peak_connections_are_those_one_run_sees_and_refusals_still_break() -> None:
+    # A live check is one run as long as a replication's measurement: the plan's peak is
+    # what such a run's busiest replica reaches, over the runs, not the most of them all.
+    request = cpu_bound()
+    low, high = (_run("mrtr", 3, 50.0) | {"peak_replica_connections": n} for n in (10, 20))
+    verdict = judge(request, 3, [low, high, high], 50_000_000)
+    assert verdict.peak_replica_connections == 17
+    assert verdict.use["connections"] == pytest.approx(17 / (request.connection_limit - 1))
+    # A run that turned a request away breaks the limit whatever the peak.
+    refused = judge(request, 3, [low, low | {"refused_requests": 2}], 50_000_000)
+    assert refused.peak_replica_connections == 10 and "connections" in refused.broke()
+
+
 def test_the_monthly_bill_is_the_fleet_the_store_and_the_bytes() -> None:
     params = SimParams().with_overrides(
         vcpus_per_replica=2.0, memory_gb_per_replica=4.0, warmup_s=0.0, horizon_s=300.0
