@@ -312,7 +312,8 @@ result_tables.whole_numbers(spike_runs.round(2))
 # %% [markdown]
 # Read it as a budget. *Goodput* is calls completed per second over the measured window;
 # *wasted CPU* is work done and thrown away. Under 503 the cluster spends a large part of
-# its CPU on halves that are discarded, and many calls give up after their retries: the
+# its CPU on halves that are discarded, many calls give up after their retries, and
+# goodput falls to about half of no shedding's (0.39 to 0.52 of it over twelve seeds): the
 # spike becomes a retry storm. Offloading wastes nothing and keeps every call.
 
 # %%
@@ -324,8 +325,9 @@ for architecture in spike_runs.index.get_level_values("architecture").unique():
     claim(
         rejected["wasted CPU (s)"] > 0
         and rejected["failed"] > 0.2 * rejected["completed"]
-        and rejected["goodput (calls/s)"] < none["goodput (calls/s)"] / 2,
-        f"{architecture}: under 503 CPU is wasted, many calls give up, goodput halves",
+        and rejected["goodput (calls/s)"] < 0.6 * none["goodput (calls/s)"],
+        f"{architecture}: under 503 CPU is wasted, many calls give up, goodput falls to about "
+        "half (under 0.6 of no shedding's)",
         none=none.to_dict(),
         reject_503=rejected.to_dict(),
     )
@@ -406,7 +408,9 @@ plt.show()
 # %% [markdown]
 # What to notice:
 #
-# - **Small spikes**: queues stay short, nobody sheds, the three policies are the same.
+# - **Small spikes**: queues stay short, hardly anything is shed (none in most runs; with
+#   some seeds a random balancer piles up a replica for a moment and a request or three
+#   are), and the three policies are nearly the same.
 # - **Near capacity** (within about a sixth of it either way): some replicas are swamped
 #   while others are not. Offloading moves half-done calls to the others and cuts the
 #   tail latency; 503 cuts queues too, but pays with wasted work and backoff delays.
@@ -423,10 +427,11 @@ p99 = swept["p99_latency_s"].unstack("policy")
 smallest = min(SPIKE_FACTORS)
 small = swept.loc[smallest]
 claim(
-    (small["offloads"] == 0).all()
-    and (small["wasted_cpu_s"] == 0).all()
-    and small["p99_latency_s"].max() - small["p99_latency_s"].min() < 1e-9,
-    f"at a {smallest}x spike nobody sheds, and the three policies are the same",
+    small["offloads"].max() <= 5
+    and small["wasted_cpu_s"].max() < 0.5
+    and small["p99_latency_s"].max() < 1.15 * small["p99_latency_s"].min(),
+    f"at a {smallest}x spike hardly anything is shed (five offloads at most, under half a "
+    "second of CPU wasted), and the three policies' p99 latencies are within 15% of each other",
     smallest=small[["offloads", "wasted_cpu_s", "p99_latency_s"]].to_dict("index"),
 )
 near = [f for f in SPIKE_FACTORS if 0.85 * fills_at <= f <= 1.15 * fills_at]
