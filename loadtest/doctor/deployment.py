@@ -25,6 +25,7 @@ from loadtest.target import (
     TargetTool,
     answers_for,
 )
+from loadtest.target.reply_deadline import deadline_client
 from loadtest.target.workload import ToolArguments, Workload
 from server.client import Exchange, McpError, reply_message
 
@@ -90,8 +91,13 @@ class Deployment:
         return ToolArguments(self.tool, self.answers.table, self.rng).next()
 
     def http(self) -> httpx.Client:
-        """A fresh HTTP client (its own connections) with the doctor's timeout."""
-        return httpx.Client(timeout=self.settings.request_timeout_s)
+        """A fresh HTTP client (its own connections) with the doctor's timeout on each
+        read, and on each whole reply too (a held stream's with the think time on top): a
+        server that trickles its reply fails the check, naming the server."""
+        settings = self.settings
+        return deadline_client(
+            settings.request_timeout_s + settings.think_time_s, settings.request_timeout_s
+        )
 
     # -- the two halves of an MRTR call -----------------------------------------------
 

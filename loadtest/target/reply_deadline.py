@@ -24,21 +24,30 @@ READ_TIMEOUT_S = 10.0
 class _DeadlineStream(httpx.SyncByteStream):
     """A reply's body that fails once its deadline passes, however the bytes trickle."""
 
-    def __init__(self, inner: httpx.SyncByteStream, request: httpx.Request, ends: float) -> None:
+    def __init__(
+        self, inner: httpx.SyncByteStream, request: httpx.Request, ends: float, deadline_s: float
+    ) -> None:
         self.inner = inner
         self.request = request
         self.ends = ends
+        self.deadline_s = deadline_s
 
     def __iter__(self) -> Iterator[bytes]:
         for chunk in self.inner:
             if time.monotonic() > self.ends:
-                raise httpx.ReadTimeout(
-                    "the server's reply outran its deadline", request=self.request
-                )
+                raise httpx.ReadTimeout(outran(self.request, self.deadline_s), request=self.request)
             yield chunk
 
     def close(self) -> None:
         self.inner.close()
+
+
+def outran(request: httpx.Request, deadline_s: float) -> str:
+    """Why a reply failed, naming the server: it did not end within `deadline_s`."""
+    return (
+        f"the server at {request.url.scheme}://{request.url.netloc.decode()} did not finish "
+        f"its reply within {deadline_s:g} s: the server's reply outran its deadline"
+    )
 
 
 class DeadlineTransport(httpx.BaseTransport):
@@ -53,16 +62,18 @@ class DeadlineTransport(httpx.BaseTransport):
         response = self.inner.handle_request(request)
         stream = response.stream
         assert isinstance(stream, httpx.SyncByteStream)
-        response.stream = _DeadlineStream(stream, request, ends)
+        response.stream = _DeadlineStream(stream, request, ends, self.deadline_s)
         return response
 
     def close(self) -> None:
         self.inner.close()
 
 
-def deadline_client(deadline_s: float = REPLY_DEADLINE_S) -> httpx.Client:
+def deadline_client(
+    deadline_s: float = REPLY_DEADLINE_S, read_timeout_s: float = READ_TIMEOUT_S
+) -> httpx.Client:
     """An httpx client whose every reply ends within `deadline_s` (and each read within
-    `READ_TIMEOUT_S`, or the deadline when shorter)."""
+    `read_timeout_s`, or the deadline when shorter)."""
     return httpx.Client(
-        transport=DeadlineTransport(deadline_s), timeout=min(READ_TIMEOUT_S, deadline_s)
+        transport=DeadlineTransport(deadline_s), timeout=min(read_timeout_s, deadline_s)
     )
