@@ -10,11 +10,11 @@ what does hold (an interval, or a mean over runs), not loosened here.
 Covered: notebook 02's single runs (calls in flight, MRTR's empty lower panels, Little's
 law), 03's rollout and its replicated comparison (drains, the rollout's length, the new
 question, few legacy calls lost for good), 04's spike (the queues of none and offload,
-503's), 05's crash and idle-timeout prediction, 08's expired requestStates beside the
-think-time tail: about ten seconds of CPU a seed in all.
+503's) and its smallest spike, 05's crash and idle-timeout prediction, 08's expired
+requestStates beside the think-time tail: about ten seconds of CPU a seed in all.
 Not covered here: the live parts (01, 06, 07, and the live halves of 03 and 04, which do
 not depend on a seed), and the sweeps whose runs take ten seconds or more a seed each
-(02's comparison and load sweep, 03's drain sweep, 04's table and spike-size sweep, 05's
+(02's comparison and load sweep, 03's drain sweep, 04's table and larger spikes, 05's
 fault grid, 08's plans and autoscaling).
 
 Each check names its claim's sentence as the notebook prints it, and the test finds each
@@ -144,7 +144,8 @@ def _rolling_upgrade(seed: int) -> list[Verdict]:
 
 
 def _load_shedding(seed: int) -> list[Verdict]:
-    """Notebook 04, section 2: a 15x spike on four MRTR replicas, by shedding policy."""
+    """Notebook 04, section 2: a 15x spike on four MRTR replicas, by shedding policy; and
+    section 3's smallest spike."""
     spike = {
         "replicas": 4,
         "lb_policy": "random",
@@ -173,6 +174,23 @@ def _load_shedding(seed: int) -> list[Verdict]:
 
     after = {policy: at(policy, end_s + 10) for policy in policies}
     ratio = during["mrtr-offload"] / during["none"]
+    # Section 3's smallest spike (the quick mode's 6x), one run a policy as its sweep does.
+    small = {
+        policy: study.sweep(
+            "overload",
+            "factor",
+            [6],
+            replications=1,
+            seed=seed,
+            architectures=("mrtr",),
+            processes=1,
+            **{**spike, "shed_policy": policy},
+        )
+        .set_index("metric")["mean"]
+        .to_dict()
+        for policy in policies
+    }
+    p99_s = [small[policy]["p99_latency_s"] for policy in policies]
     return [
         verdict(
             abs(ratio - 1) < 1 / 3 and during["reject-503"] > 3 * during["none"],
@@ -185,6 +203,17 @@ def _load_shedding(seed: int) -> list[Verdict]:
             "ten seconds after the spike 503's queue is still draining; the others' are "
             "(nearly) empty",
             queued_ten_seconds_after=after,
+        ),
+        verdict(
+            max(small[policy]["offloads"] for policy in policies) <= 5
+            and max(small[policy]["wasted_cpu_s"] for policy in policies) < 0.5
+            and max(p99_s) < 1.15 * min(p99_s),
+            "spike hardly anything is shed (five offloads at most, under half a second of CPU "
+            "wasted), and the three policies' p99 latencies are within 15% of each other",
+            at_6x={
+                policy: {k: small[policy][k] for k in ("offloads", "wasted_cpu_s", "p99_latency_s")}
+                for policy in policies
+            },
         ),
     ]
 
