@@ -7,10 +7,10 @@ are the replica's limits and the SLO's:
 - `cpu`: the replicas' mean utilisation over the CPU target;
 - `memory`: the most memory any replica held over the replica's memory;
 - `connections`: the most connections any replica had open (idle keep-alives, held
-  streams, requests) over the most it can have open and still serve (the limit less the
-  one a request arrives on). At 1 it was full for a moment; it is broken when that had
-  consequences: work turned away, a request answered 503, or a replica taken out of
-  rotation after a failed health check;
+  streams, requests; a plan's: in one run, on the mean over its runs) over the most it
+  can have open and still serve (the limit less the one a request arrives on). At 1 it
+  was full for a moment; it is broken when that had consequences: work turned away, a
+  request answered 503, or a replica taken out of rotation after a failed health check;
 - `latency`: the p95 server latency over every call whose user answered (a failed or
   lost call is a miss, infinite) over the SLO's;
 - `completion`: the share of those calls that did not complete over the share the SLO
