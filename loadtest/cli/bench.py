@@ -133,9 +133,11 @@ def _add_soak(commands: Any) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="the size of each attack: sockets held, sockets per wave, calls or threads "
-        "(default: the sizes that took a replica down before the fixes: 1100 slow bodies, "
-        "2100 abandoned waits, 4 CPU-heavy calls, 2 threads of oversized requests)",
+        help="the size of each attack: sockets held, sockets per wave, calls, threads or "
+        "principals (default: the sizes that took a replica down before the fixes: 1100 "
+        "slow bodies, 2100 abandoned waits, 4 CPU-heavy calls, 2 threads of oversized "
+        "requests, 1024 sockets of burst-stall and of drip, 1 small-CPU caller, 4 "
+        "subscribing sessions, 520 principals' waits, 2 threads of Lab forgeries)",
     )
     add_json_option(options, "write the report here")
     soak.set_defaults(run=run_soak)
