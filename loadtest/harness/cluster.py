@@ -148,10 +148,11 @@ class Cluster:
     @property
     def connections_per_source(self) -> int:
         """The edge's bound on one source address's open connections: the run's own users
-        all call from 127.0.0.1, so it holds them with room (four connections a user, two
-        seconds of an open loop's arrivals), and never less than HAProxy's default bound."""
+        all call from 127.0.0.1, so it holds them with room (four connections a user; an
+        open loop's arrivals over its stop timeout, which no call it counts outlives), and
+        never less than HAProxy's default bound."""
         users = 4 * self.config.locust_users
-        arrivals = math.ceil(2 * self.config.rate_per_s)
+        arrivals = math.ceil(self.config.rate_per_s * self.config.stop_timeout_s)
         return max(CONNECTIONS_PER_SOURCE, users, arrivals)
 
     @property

@@ -18,7 +18,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
+from loadtest.config import LoadTestConfig
+from loadtest.harness.cluster import Cluster
+from loadtest.harness.haproxy import (
+    CONNECTIONS_PER_SOURCE,
+    Backend,
+    HAProxy,
+    RuntimeApi,
+    render_config,
+)
 from loadtest.soak.attacker import connect
 from server.harness.process import ServerProcess, free_port
 from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
@@ -105,3 +113,18 @@ def test_one_sources_stalled_bodies_are_held_at_the_edge_past_its_bound(
     # Another source is served at once, the attacker's excess held beside it.
     assert served.status_code != 429 and served.headers.get("x-served-by") == "r1"
     assert user_s < 0.9
+
+
+@pytest.mark.parametrize(
+    ("settings", "bound"),
+    [
+        ({}, CONNECTIONS_PER_SOURCE),
+        ({"users": 200}, 800),  # four connections a user
+        ({"rate_per_s": 100.0}, 1000),  # an open loop's arrivals over its 10 s stop timeout
+    ],
+)
+def test_the_clusters_bound_holds_its_own_users(settings: dict[str, float], bound: int) -> None:
+    if not HAProxy.available():
+        pytest.skip("haproxy is not installed")
+    config = LoadTestConfig(arch="mrtr", replicas=2, tool_mix={"get_weather": 1.0}, **settings)
+    assert Cluster(config).connections_per_source == bound
