@@ -101,11 +101,15 @@ HIDE_TWINS = --ContentsManager.hide_globs="['__pycache__','*.pyc','[0-9][0-9]_*.
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(HIDE_TWINS) $(if $(filter 0,$(shell id -u)),--allow-root)
 
+# Every test: those that judge time under load (marked `serial`) alone, after the rest on
+# two workers (each file's tests on one worker, so a module's fixtures are made once).
+WORKERS ?= 2
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest --durations=15
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not serial" --durations=15
+	$(BIN)/python -m pytest -m serial --durations=5
 
 # The fast tier, for the inner loop between changes (a few minutes): lint, types and every
 # test that starts no server process, drives no browser, executes no notebook and takes

@@ -75,12 +75,46 @@ def nothing_left_behind() -> Iterator[None]:
 FOLDER_TIERS = {"browser": pytest.mark.browser}
 TESTS = Path(__file__).resolve().parent
 
+#: Files whose tests share one session fixture that is costly to make (the light install's
+#: JupyterLab with every notebook's Run All): `make test`'s workers run them on one worker,
+#: so the fixture is made once.
+SHARED_GROUPS = {
+    "browser/test_book.py": "light-lab",
+    "browser/test_light_install.py": "light-lab",
+}
 
+#: Files whose tests judge time or CPU under load (latency bounds, CPU shares, a swarm's
+#: ceiling, a plan's verdicts): marked `serial`, which `make test` runs alone after the rest
+#: has run on two workers, so no other test's load skews what they measure.
+SERIAL_FILES = {
+    "loadtest/test_attack_soak.py",
+    "loadtest/test_calibrate.py",
+    "loadtest/test_measure.py",
+    "loadtest/test_swarm_target.py",
+    "loadtest/test_swarm_ci.py",
+    "loadtest/test_verify_live.py",
+    "loadtest/test_verify_target.py",
+    "server/test_abandoned_waits.py",
+    "server/test_replica_totals.py",
+    "test_readme_findings.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test of a tiered folder with its folder's tier."""
+    """Mark each test of a tiered folder with its folder's tier and each of a file that
+    judges time under load as `serial`, and give each test the
+    group its worker is chosen by under `pytest -n N --dist loadgroup`: its file's (a
+    module's fixtures are made once), or the group its file shares a fixture with."""
     for item in items:
         if not item.path.is_relative_to(TESTS):
             continue
-        parts = item.path.relative_to(TESTS).parts
+        relative = item.path.relative_to(TESTS)
+        parts = relative.parts
         if len(parts) > 1 and parts[0] in FOLDER_TIERS:
             item.add_marker(FOLDER_TIERS[parts[0]])
+        if relative.as_posix() in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
+        if not item.get_closest_marker("xdist_group"):
+            group = SHARED_GROUPS.get(relative.as_posix(), relative.as_posix())
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -7,19 +7,16 @@ second), with deadlines of a second or two.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 
-import locust
 import pytest
-from locust.contrib.fasthttp import FastHttpSession
-from locust.env import Environment
 
 from loadtest.doctor.deployment import Deployment
 from loadtest.doctor.settings import Examination
-from loadtest.swarm.user_http import UserHttp
 from loadtest.target import Auth
 from server.client import Exchange
 
@@ -66,17 +63,39 @@ def test_the_doctor_times_out_a_whole_reply_and_names_the_server(trickling: str)
     assert waited_s < 5  # the deadline, not the reply's minutes of bytes
 
 
+#: A swarm user's post to the trickling server, in a process of its own: importing Locust
+#: monkey-patches the interpreter with gevent, which the test session must not be.
+SWARM_USER_POST = """
+import json, sys, time
+import locust
+from locust.contrib.fasthttp import FastHttpSession
+from locust.env import Environment
+from loadtest.swarm.user_http import UserHttp
+from server.client import Exchange
+
+environment = Environment(user_classes=[], events=locust.events)
+client = FastHttpSession(
+    sys.argv[1], environment.events.request, None, network_timeout=1.0, connection_timeout=1.0
+)
+http = UserHttp(client, {}, reply_deadline_s=1.5)
+headers, body = Exchange("tools/list", {}, {}).next_request()
+started = time.monotonic()
+reply = http.post(headers, body)
+waited_s = time.monotonic() - started
+print(json.dumps({"status": reply.status, "error": http.transport_error, "waited_s": waited_s}))
+"""
+
+
 def test_a_swarm_user_times_out_a_whole_reply_and_names_the_server(trickling: str) -> None:
-    environment = Environment(user_classes=[], events=locust.events)
-    client = FastHttpSession(
-        trickling, environment.events.request, None, network_timeout=1.0, connection_timeout=1.0
+    done = subprocess.run(
+        [sys.executable, "-c", SWARM_USER_POST, trickling],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
-    http = UserHttp(client, {}, reply_deadline_s=1.5)
-    headers, body = Exchange("tools/list", {}, {}).next_request()
-    started = time.monotonic()
-    reply = http.post(headers, body)
-    waited_s = time.monotonic() - started
-    assert reply.status == 0
-    assert "did not finish its reply within 1.5 s" in http.transport_error
-    assert trickling in http.transport_error
-    assert waited_s < 5
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["status"] == 0
+    assert "did not finish its reply within 1.5 s" in seen["error"]
+    assert trickling in seen["error"]
+    assert seen["waited_s"] < 5
