@@ -83,20 +83,16 @@ SHARED_GROUPS = {
     "browser/test_light_install.py": "light-lab",
 }
 
-#: Files whose tests judge time or CPU under load (latency bounds, CPU shares, a swarm's
-#: ceiling, a plan's verdicts): marked `serial`, which `make test` runs alone after the rest
-#: has run on two workers, so no other test's load skews what they measure.
+#: Files whose tests judge time or CPU under load tightly (a health check within half a
+#: second, a replica's busy share, a calibration's shape, no failed call beside an attack):
+#: marked `serial`, which `make test` runs alone after the rest has run on two workers, so
+#: no other test's load skews what they measure.
 SERIAL_FILES = {
     "loadtest/test_attack_soak.py",
     "loadtest/test_calibrate.py",
     "loadtest/test_measure.py",
-    "loadtest/test_swarm_target.py",
-    "loadtest/test_swarm_ci.py",
-    "loadtest/test_verify_live.py",
-    "loadtest/test_verify_target.py",
     "server/test_abandoned_waits.py",
     "server/test_replica_totals.py",
-    "test_readme_findings.py",
 }
 
 

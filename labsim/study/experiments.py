@@ -96,10 +96,11 @@ def run_many(
     """Run every spec (in parallel across cores), one row of per-run metrics each.
 
     `processes=None` uses every core; 1 runs in this process. `progress`
-    shows a tqdm bar, of `len(specs)` runs, labelled `description`.
+    shows a tqdm bar, of `len(specs)` runs, labelled `description`; it stays at its
+    total once done, so a log file ends with how many runs were made.
     """
     workers = min(os.cpu_count() or 1, len(specs)) if processes is None else processes
-    bar = tqdm(total=len(specs), disable=not progress, desc=description, unit="run", leave=False)
+    bar = tqdm(total=len(specs), disable=not progress, desc=description, unit="run", leave=True)
     rows: list[dict[str, Any]] = [{} for _ in specs]
     if workers <= 1:
         for k, spec in enumerate(specs):
