@@ -102,13 +102,14 @@ lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks $(HIDE_TWINS) $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Every test: those that judge time under load (marked `serial`) alone, after the rest on
-# two workers (each file's tests on one worker, so a module's fixtures are made once).
+# two workers (each file's tests on one worker, so a module's fixtures are made once:
+# tests/conftest.py's scheduler).
 WORKERS ?= 2
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup -m "not serial" --durations=15
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadscope -m "not serial" --durations=15
 	$(BIN)/python -m pytest -m serial --durations=5
 
 # The fast tier, for the inner loop between changes (a few minutes): lint, types and every

@@ -96,12 +96,35 @@ SERIAL_FILES = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def worker_group(nodeid: str) -> str:
+    """The group a test runs in under `pytest -n N`: its file (a module's fixtures are
+    made once), or the group its file shares a session fixture with (`SHARED_GROUPS`).
+    Groups go to workers whole, in the order their first test was collected."""
+    file = nodeid.split("::", 1)[0]
+    relative = file.removeprefix(f"{TESTS.name}/")
+    return SHARED_GROUPS.get(relative, file)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist's scheduler by scope, with a test's scope its `worker_group`: each
+    group runs whole on one worker. (xdist's own `--dist loadgroup` marks the group in a
+    test's node id, which pytest 9.2 no longer lets a plugin rewrite: every test then ran
+    wherever a worker was free, and each worker made the light install's runs again.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    config.option.loadscopereorder = (
+        False  # the light install's group, collected first, starts first
+    )
+    return FileGroupScheduling(config, log)  # type: ignore[arg-type]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test of a tiered folder with its folder's tier and each of a file that
-    judges time under load as `serial`, and give each test the
-    group its worker is chosen by under `pytest -n N --dist loadgroup`: its file's (a
-    module's fixtures are made once), or the group its file shares a fixture with."""
+    judges time under load as `serial`."""
     for item in items:
         if not item.path.is_relative_to(TESTS):
             continue
@@ -111,6 +134,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(FOLDER_TIERS[parts[0]])
         if relative.as_posix() in SERIAL_FILES:
             item.add_marker(pytest.mark.serial)
-        if not item.get_closest_marker("xdist_group"):
-            group = SHARED_GROUPS.get(relative.as_posix(), relative.as_posix())
-            item.add_marker(pytest.mark.xdist_group(group))
