@@ -7,17 +7,14 @@ replica closes it once idle for its `--idle-timeout-s` (the model's `keepalive_i
 from __future__ import annotations
 
 import http.client
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from loadtest.harness.haproxy import Backend, HAProxy, render_config
 from loadtest.probes.replica_load import open_connections
-from server.harness.process import ServerProcess, free_port
-from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from tests.loadtest.balanced_replica import replica_behind_haproxy
 
 pytestmark = pytest.mark.integration
 
@@ -31,27 +28,9 @@ CLIENTS = 6
 def balanced_replica(tmp_path: Path) -> Iterator[tuple[int, int]]:
     """One replica behind the lab's HAProxy (health checks a minute apart, so that none
     opens a connection of its own while the test counts): (balancer port, replica port)."""
-    if not HAProxy.available():
-        pytest.skip("haproxy is not installed")
-    env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
-    replica = ServerProcess(args=["--idle-timeout-s", f"{IDLE_TIMEOUT_S:g}"], env=env).start()
-    try:
-        admin = tmp_path / "admin.sock"
-        lb_port = free_port()
-        text = render_config(
-            lb_port=lb_port,
-            backends=[Backend("r1", replica.port)],
-            sticky=False,
-            admin_socket=admin,
-            health_check_interval_ms=60_000,
-        )
-        lb = HAProxy(text, tmp_path).start(admin)
-        try:
-            yield lb_port, replica.port
-        finally:
-            lb.stop()
-    finally:
-        replica.stop()
+    args = ["--idle-timeout-s", f"{IDLE_TIMEOUT_S:g}"]
+    with replica_behind_haproxy(tmp_path, args, health_check_interval_ms=60_000) as balanced:
+        yield balanced.lb_port, balanced.replica.port
 
 
 def held(port: int) -> int:

@@ -8,7 +8,6 @@ replica in rotation.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -20,11 +19,11 @@ import pytest
 
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
-from loadtest.harness.haproxy import Backend, HAProxy, RuntimeApi, render_config
+from loadtest.harness.haproxy import RuntimeApi
 from loadtest.soak.task_waits import raw_request, working_task
 from server.client import SEED, Handlers, MrtrClient, accept, task_capabilities
-from server.harness.process import ServerProcess, free_port
-from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from server.harness.process import ServerProcess
+from tests.loadtest.balanced_replica import replica_behind_haproxy
 
 pytestmark = pytest.mark.integration
 
@@ -38,25 +37,9 @@ SLOW_BODY = (
 def one_replica_behind_haproxy(tmp_path: Path) -> Iterator[tuple[int, ServerProcess]]:
     """HAProxy with a 1 s request timeout in front of one replica whose own body timeout
     is long (60 s): only HAProxy can cut a slow body in time."""
-    if not HAProxy.available():
-        pytest.skip("haproxy is not installed")
-    env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
-    replica = ServerProcess(args=["--body-timeout-s", "60"], env=env).start()
-    admin = tmp_path / "admin.sock"
-    lb_port = free_port()
-    text = render_config(
-        lb_port=lb_port,
-        backends=[Backend("r1", replica.port)],
-        sticky=False,
-        admin_socket=admin,
-        request_timeout_s=1.0,
-    )
-    lb = HAProxy(text, tmp_path).start(admin)
-    try:
-        yield lb_port, replica
-    finally:
-        lb.stop()
-        replica.stop()
+    args = ["--body-timeout-s", "60"]
+    with replica_behind_haproxy(tmp_path, args, request_timeout_s=1.0) as balanced:
+        yield balanced.lb_port, balanced.replica
 
 
 def answer_of(sock: socket.socket, timeout_s: float = 10) -> bytes:

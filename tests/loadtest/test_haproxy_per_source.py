@@ -9,7 +9,6 @@ and answered 429, never reaching the replica.
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import time
 from collections.abc import Iterator
@@ -22,14 +21,11 @@ from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.harness.haproxy import (
     CONNECTIONS_PER_SOURCE,
-    Backend,
     HAProxy,
     RuntimeApi,
-    render_config,
 )
 from loadtest.soak.attacker import connect
-from server.harness.process import ServerProcess, free_port
-from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from tests.loadtest.balanced_replica import replica_behind_haproxy
 
 pytestmark = pytest.mark.integration
 
@@ -47,27 +43,11 @@ BURST_THEN_STALL = (
 def edge(tmp_path: Path) -> Iterator[tuple[int, RuntimeApi]]:
     """HAProxy bounding each source to `PER_SOURCE` connections (its tarpit 1 s) in front
     of one replica that waits 30 s for a body: only the edge can keep stalls off it."""
-    if not HAProxy.available():
-        pytest.skip("haproxy is not installed")
-    env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
     args = ["--body-timeout-s", "30", "--body-min-rate-bytes-per-s", "1"]
-    replica = ServerProcess(args=args, env=env).start()
-    admin = tmp_path / "admin.sock"
-    lb_port = free_port()
-    text = render_config(
-        lb_port=lb_port,
-        backends=[Backend("r1", replica.port)],
-        sticky=False,
-        admin_socket=admin,
-        request_timeout_s=1.0,
-        max_connections_per_source=PER_SOURCE,
-    )
-    lb = HAProxy(text, tmp_path).start(admin)
-    try:
-        yield lb_port, RuntimeApi(admin)
-    finally:
-        lb.stop()
-        replica.stop()
+    with replica_behind_haproxy(
+        tmp_path, args, request_timeout_s=1.0, max_connections_per_source=PER_SOURCE
+    ) as balanced:
+        yield balanced.lb_port, balanced.runtime
 
 
 def first_line(sock: socket.socket, deadline: float) -> bytes:
