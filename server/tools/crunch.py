@@ -64,7 +64,9 @@ async def crunch(ctx: Context) -> dict[str, Any]:
     trail.append(ctx.replica.replica_id)
     every = ctx.replica.shed_every_units
     pool = ctx.replica.cpu
-    if pool is not None and pool.inline((units - done) / CRUNCH_UNITS_PER_MS):
+    # What this attempt hashes: the rest of the chain, or one shedding slice of it.
+    here = min(units - done, every) if every else units - done
+    if pool is not None and pool.inline(here / CRUNCH_UNITS_PER_MS):
         pool = None
     done_here = 0
     with pool.share(ctx.principal) if pool is not None else contextlib.nullcontext():

@@ -128,6 +128,21 @@ def test_a_small_quote_stays_on_the_loop() -> None:
     assert not app.state.server.cpu.started  # no worker process was needed
 
 
+def test_a_crunch_shed_in_small_slices_hashes_each_slice_on_the_loop() -> None:
+    # 2,000 units (about 1 ms, four times what the loop keeps), moved every 400: each
+    # attempt hashes 400 units (0.2 ms), less than a worker's round trip would cost.
+    app = create_app(make_config(cpu_inline_max_ms=DEFAULT_INLINE_MAX_MS, shed_every_units=400))
+    try:
+        with MrtrClient.for_app(app, handlers=ANSWER) as client:
+            done = client.call_tool("crunch", {"units": 2000})
+    finally:
+        started = app.state.server.cpu.started
+        app.state.server.cpu.close()
+    assert not started
+    assert len(done.rounds) == 5
+    assert done.result["structuredContent"]["digest"] == crunch_units(crunch_start(), 0, 2000)
+
+
 @pytest.mark.integration
 def test_a_quote_of_ten_milliseconds_runs_in_the_workers() -> None:
     # Well above the quarter millisecond the loop keeps by default: at a caller's full
