@@ -66,6 +66,7 @@ from labsim.study.plots import Panel
 from lessons import live_figures, result_tables, traffic
 from lessons.answers import hidden_answer
 from lessons.claims import claim
+from lessons.drains import drain_times_s
 from lessons.lab_deployment import LabDeployment, new_state_key
 from loadtest.harness.cluster import KeyRing
 from server.client import Handlers, McpError, MrtrClient, accept
@@ -119,16 +120,7 @@ plt.show()
 
 
 # %%
-def drain_times_s(run: labsim.RunResult) -> list[float]:
-    """How long each replica drained: from `draining` to `down`, in the run's events."""
-    events = run.events.set_index(["replica", "kind"])["time_s"]
-    return [
-        events[(replica, "down")] - events[(replica, "draining")]
-        for replica in range(upgrade.cluster.replicas)
-    ]
-
-
-drains = {name: drain_times_s(run) for name, run in runs.items()}
+drains = {name: drain_times_s(run, upgrade.cluster.replicas) for name, run in runs.items()}
 claim(
     max(drains["mrtr"]) < 1.0,
     "under MRTR a draining replica is empty almost at once (every drain under a second)",

@@ -74,7 +74,6 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 from matplotlib.ticker import MaxNLocator
-from scipy import stats
 
 import labsim
 from labsim import ARCHITECTURES, study
@@ -88,6 +87,7 @@ from labsim.study.plan_request import PlanRequest
 from lessons import recordings, result_tables
 from lessons.answers import hidden_answer
 from lessons.claims import claim
+from lessons.state_expiry import expiry_beside_tail
 from loadtest.harness.haproxy import HAProxy
 from loadtest.harness.redis_server import RedisServer
 from loadtest.verify.check import verify_plan
@@ -312,36 +312,8 @@ summary
 # tail beyond it. The simulation (a two-round tool, users who may take all day) agrees:
 
 # %%
-base = labsim.SimParams()
-ttl_s = base.state.state_ttl_s
-rows = []
-for median_s in TTL_THINK_MEDIANS_S:
-    slow = base.with_overrides(
-        tools=("update_work_item",),
-        tool_mix=(1.0,),
-        think_time_median_s=float(median_s),
-        never_answer_share=0.0,
-        answer_timeout_s=86_400.0,
-        arrival_rate_per_s=1.0,
-        horizon_s=2400.0 if QUICK else 7200.0,
-        warmup_s=600.0,
-    )
-    calls = labsim.simulate(slow, "mrtr", seed=SEED).measured_calls()
-    expiries = calls["expired_states"].sum()
-    # The answers that came with a state to open: each one that found it expired, and the
-    # second answer of each call that completed. (A call whose state expires more than
-    # `client.max_call_restarts` times is given up, so counting every answer would not do.)
-    checked = expiries + (calls["outcome"] == "completed").sum()
-    rows.append(
-        {
-            "median think (s)": median_s,
-            "simulated share asked again": expiries / checked,
-            "P(think > TTL)": stats.lognorm(s=base.workload.think_time_sigma, scale=median_s).sf(
-                ttl_s
-            ),
-        }
-    )
-ttl = pd.DataFrame(rows).set_index("median think (s)")
+ttl_s = labsim.SimParams().state.state_ttl_s
+ttl = expiry_beside_tail(TTL_THINK_MEDIANS_S, SEED, horizon_s=2400.0 if QUICK else 7200.0)
 fig, ax = plt.subplots(figsize=(7, 3.5))
 ax.plot(ttl.index, ttl["P(think > TTL)"], label="P(think > TTL), the lognormal's tail", lw=3)
 ax.plot(ttl.index, ttl["simulated share asked again"], "s--", ms=5, label="simulated")

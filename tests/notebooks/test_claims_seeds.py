@@ -2,8 +2,9 @@
 
 A notebook invites its reader to change `SEED`. A sentence its `claim` checks must then
 still be true, or the notebook stops mid-lesson on a reader's seed. Each check here
-computes what a claim rests on with the calls its notebook makes (the quick mode's
-values where that keeps the claim), at ten seeds, and asserts the claim's condition at
+computes what a claim rests on with the calls its notebook makes (the `lessons` function
+the notebook calls, where it has one; the quick mode's values where that keeps the
+claim), at ten seeds, and asserts the claim's condition at
 every one. A claim that one run cannot bear at every seed is stated in the notebook as
 what does hold (an interval, or a mean over runs), not loosened here.
 
@@ -37,6 +38,8 @@ from scipy import stats
 import labsim
 from labsim import study
 from labsim.study.experiments import one_run_each
+from lessons.drains import drain_times_s
+from lessons.state_expiry import SIMULATED, TAIL, expiry_beside_tail
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 #: Ten seeds (04 once failed at seed 1: its claim is restated).
@@ -96,12 +99,7 @@ def _rolling_upgrade(seed: int) -> list[Verdict]:
         "at_s": 400.0,
     }
     runs = {run.architecture: run for run in one_run_each("rolling-upgrade", seed, **rollout)}
-    drains = {}
-    for name, run in runs.items():
-        events = run.events.set_index(["replica", "kind"])["time_s"]
-        drains[name] = [
-            events[(replica, "down")] - events[(replica, "draining")] for replica in range(replicas)
-        ]
+    drains = {name: drain_times_s(run, replicas) for name, run in runs.items()}
     rollout_s = runs["mrtr"].summary["upgrade_duration_s"]
     at_default = study.compare("rolling-upgrade", replications=2, seed=seed, processes=1, **rollout)
     means = at_default.pivot(index="architecture", columns="metric", values="mean")
@@ -268,31 +266,13 @@ def _failure_modes(seed: int) -> list[Verdict]:
 def _capacity_planning(seed: int) -> list[Verdict]:
     """Notebook 08, section 4: the share of answers that find their requestState expired,
     beside the lognormal's tail beyond the TTL (the quick mode's three medians)."""
-    base = labsim.SimParams()
-    ttl_s = base.state.state_ttl_s
-    gap, shares = {}, []
-    for median_s in (60, 300, 900):
-        slow = base.with_overrides(
-            tools=("update_work_item",),
-            tool_mix=(1.0,),
-            think_time_median_s=float(median_s),
-            never_answer_share=0.0,
-            answer_timeout_s=86_400.0,
-            arrival_rate_per_s=1.0,
-            horizon_s=2400.0,
-            warmup_s=600.0,
-        )
-        calls = labsim.simulate(slow, "mrtr", seed=seed).measured_calls()
-        expiries = calls["expired_states"].sum()
-        share = expiries / (expiries + (calls["outcome"] == "completed").sum())
-        tail = stats.lognorm(s=base.workload.think_time_sigma, scale=median_s).sf(ttl_s)
-        gap[median_s] = abs(share - tail)
-        shares.append(share)
+    ttl = expiry_beside_tail((60, 300, 900), seed, horizon_s=2400.0)
+    gap = (ttl[SIMULATED] - ttl[TAIL]).abs()
     return [
         verdict(
-            max(gap.values()) < 0.05 and pd.Series(shares).is_monotonic_increasing,
+            gap.max() < 0.05 and ttl[SIMULATED].is_monotonic_increasing,
             "the simulation agrees with the lognormal's tail (within 0.05)",
-            gap=gap,
+            gap=gap.round(3).to_dict(),
         )
     ]
 
