@@ -29,23 +29,12 @@ from assignments.master import master_notebook
 
 #: The lab's notebooks, from the lab's folder (an install of the package does not carry them).
 NOTEBOOKS = Path("notebooks")
-#: The course's settings for nbgrader: the student's empty cell, a bound on one cell's run
-#: when grading (the lessons' simulations take seconds, not nbgrader's default 30 s), and
-#: the runner that polls the kernel as the lessons' runner does.
+#: The course's settings for nbgrader: the student's empty cell, and a bound on one cell's
+#: run when grading (the lessons' simulations take seconds, not nbgrader's default 30 s).
 CONFIG = """\
-from nbgrader.converters.autograde import Autograde
-from nbgrader.preprocessors import Execute
-
-from assignments.execute import SlicedPollExecute
-
 c = get_config()  # noqa: F821
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE"}
 c.Execute.timeout = %d
-# Submissions run with the lessons' polling of the kernel (assignments/execute.py).
-c.Autograde.autograde_preprocessors = [
-    SlicedPollExecute if step is Execute else step
-    for step in Autograde.class_traits()["autograde_preprocessors"].default()
-]
 """
 CELL_TIMEOUT_S = 600
 

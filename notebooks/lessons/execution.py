@@ -41,15 +41,10 @@ class SlicedPollClient(NotebookClient):
     """nbclient, its kernel channels polled in slices of `POLL_SLICE_S`."""
 
     async def async_start_new_kernel_client(self) -> KernelClient:
-        return poll_in_slices(await super().async_start_new_kernel_client())
-
-
-def poll_in_slices(client: KernelClient) -> KernelClient:
-    """`client`, its shell and IOPub channels polled in slices of `POLL_SLICE_S` (also
-    what the graded assignments' runner does: `assignments.execute`)."""
-    for channel in (client.shell_channel, client.iopub_channel):
-        channel.get_msg = _in_slices(channel.get_msg)
-    return client
+        client = await super().async_start_new_kernel_client()
+        for channel in (client.shell_channel, client.iopub_channel):
+            channel.get_msg = _in_slices(channel.get_msg)
+        return client
 
 
 def _in_slices(get_msg: GetMsg) -> GetMsg:

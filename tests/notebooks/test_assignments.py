@@ -67,25 +67,6 @@ def test_every_graded_notebook_has_a_student_notebook_and_a_teachers_copy(course
     assert (course / "gradebook.db").exists()
 
 
-def test_the_course_grades_with_the_lessons_polling_of_the_kernel(course: Path) -> None:
-    # nbgrader's autograder as the course's config sets it: its runner is the one that
-    # polls the kernel in slices (assignments/execute.py), in Execute's place.
-    script = """
-from traitlets.config.loader import PyFileConfigLoader
-from nbgrader.converters import Autograde
-from nbgrader.coursedir import CourseDirectory
-from assignments.execute import SlicedPollExecute
-config = PyFileConfigLoader("nbgrader_config.py", path=".").load_config()
-steps = Autograde(coursedir=CourseDirectory(config=config), config=config).autograde_preprocessors
-print([step.__name__ for step in steps].count("SlicedPollExecute"), SlicedPollExecute in steps)
-"""
-    shown = subprocess.run(
-        [str(LIGHT_PYTHON), "-c", script], cwd=course, capture_output=True, text=True, timeout=120
-    )
-    assert shown.returncode == 0, shown.stderr[-3000:]
-    assert shown.stdout.split() == ["1", "True"], shown.stdout + shown.stderr[-2000:]
-
-
 def test_the_student_notebooks_hold_the_checks_and_no_answer(course: Path) -> None:
     for name, graded in GRADED.items():
         student = "\n".join(
