@@ -86,11 +86,14 @@ SHARED_GROUPS = {
 #: Files whose tests judge time or CPU under load tightly (a health check within half a
 #: second, a replica's busy share, a calibration's shape, no failed call beside an attack):
 #: marked `serial`, which `make test` runs alone after the rest has run on two workers, so
-#: no other test's load skews what they measure.
+#: no other test's load skews what they measure. And nbgrader's grading of a notebook:
+#: beside another notebook's run it hung 5 times in 14, waiting on a cell the
+#: kernel had run (the reply never read; alone, never seen).
 SERIAL_FILES = {
     "loadtest/test_attack_soak.py",
     "loadtest/test_calibrate.py",
     "loadtest/test_measure.py",
+    "notebooks/test_assignments.py",
     "server/test_abandoned_waits.py",
     "server/test_replica_totals.py",
 }
