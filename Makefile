@@ -27,9 +27,14 @@ LIGHT_VENV := $(TOOLS)/light-venv
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 NBGRADER_LAB_EXTENSIONS := @jupyter/nbgrader @jupyter-notebook/lab-extension
 
-.PHONY: setup lab test check lint format conformance report book assignments swarm clean
+.PHONY: setup setup-parts lab test check lint format conformance report book assignments swarm clean
 
-setup: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) \
+# The set-up's parts do not depend on one another (two venvs, three npm folders, the system
+# packages): they are made side by side, about a minute sooner on a fresh clone.
+setup:
+	@$(MAKE) --no-print-directory -j4 setup-parts
+
+setup-parts: $(VENV)/.installed $(TOOLS)/.installed-$(CONFORMANCE_VERSION)-$(NODE_VERSION) \
   $(TOOLS)/.installed-ts-peer-$(TS_SDK_VERSION)-$(TS_NODE_ADAPTER_VERSION) \
   $(BOOK_TOOLS)/.installed-$(MERMAID_VERSION)-$(WIDGETS_HTML_MANAGER_VERSION) \
   $(LIGHT_VENV)/.installed system-packages
