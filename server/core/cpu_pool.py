@@ -42,6 +42,7 @@ import contextlib
 import importlib
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -65,8 +66,12 @@ def _worker_start(parent_pid: int, modules: tuple[str, ...]) -> None:
     """Set up a worker process: lower priority, the tools' modules, and an end with its replica.
 
     A worker waits for jobs on a pipe whose writing end it holds itself, so it would
-    outlive a replica that was killed; it watches for that and exits.
+    outlive a replica that was killed; it watches for that and exits. It ignores Ctrl-C
+    (SIGINT, sent to the whole process group by a terminal or a notebook's kernel
+    manager): its replica ends it, and it no longer prints a KeyboardInterrupt
+    traceback of its own over the replica's shutdown.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
