@@ -129,9 +129,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
 
-    config.option.loadscopereorder = (
-        False  # the light install's group, collected first, starts first
-    )
+    # In collection order, not largest first: the light install's group, the longest,
+    # is collected first and so starts first.
+    config.option.loadscopereorder = False
     return FileGroupScheduling(config, log)  # type: ignore[arg-type]
 
 

@@ -8,17 +8,13 @@ full, and the rest is held to the replica's minimum rate. Real sockets at HAProx
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from loadtest.harness.haproxy import Backend, HAProxy, render_config
-from server.harness.process import ServerProcess, free_port
-from tests.server.conftest import JWT_SECRET, KEY_A, state_keys_env
+from tests.loadtest.balanced_replica import replica_behind_haproxy
 from tests.server.test_request_deadline import (
     BODY_BYTES,
     RATE_BYTES_PER_S,
@@ -35,27 +31,13 @@ pytestmark = pytest.mark.integration
 def lb_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """HAProxy (1 s for a whole request) in front of a replica with the same 1 s and a
     minimum rate of 8 KiB/s."""
-    if not HAProxy.available():
-        pytest.skip("haproxy is not installed")
-    env = {**os.environ, "MRTR_STATE_KEYS": state_keys_env(KEY_A), "MRTR_JWT_SECRET": JWT_SECRET}
     args = ["--body-timeout-s", "1", "--body-min-rate-bytes-per-s", str(RATE_BYTES_PER_S)]
-    replica = ServerProcess(args=[*args, "--rate-per-principal", "0"], env=env).start()
-    workdir: Path = tmp_path_factory.mktemp("haproxy")
-    admin = workdir / "admin.sock"
-    port = free_port()
-    text = render_config(
-        lb_port=port,
-        backends=[Backend("r1", replica.port)],
-        sticky=False,
-        admin_socket=admin,
+    with replica_behind_haproxy(
+        tmp_path_factory.mktemp("haproxy"),
+        [*args, "--rate-per-principal", "0"],
         request_timeout_s=1.0,
-    )
-    lb = HAProxy(text, workdir).start(admin)
-    try:
-        yield port
-    finally:
-        lb.stop()
-        replica.stop()
+    ) as balanced:
+        yield balanced.lb_port
 
 
 def connect(port: int) -> socket.socket:
