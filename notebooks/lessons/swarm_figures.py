@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib import pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from labsim.study.plots import COLOURS, LABELS, clipped_errors
 
@@ -48,6 +49,7 @@ def timelines(summaries: Mapping[str, Mapping[str, Any]], what: str) -> Figure:
                 style = EVENT_STYLES[fault["event"]]
                 ax.axvline(fault["t"], color="grey", linestyle=style, linewidth=1)
         ax.set_ylabel("calls")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # calls come whole
         ax.set_title(f"{LABELS.get(arch, arch)}: {what}")
         ax.grid(True, axis="y", alpha=0.3)
         handles = ax.get_legend_handles_labels()[0] + events

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from matplotlib import pyplot as plt
 
-from lessons import swarm_figures
+from lessons import figure_rules, swarm_figures
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +49,24 @@ def test_timelines_draw_a_panel_per_architecture_with_the_upgrade_marked() -> No
     legend = [text.get_text() for text in mrtr.get_legend().get_texts()]
     assert "a replica: drain" in legend and "completed in that second" in legend
     assert mrtr.get_xlabel() == "time since the swarm started (s)"
+
+
+def test_timelines_tick_whole_calls_however_few_a_second_completes() -> None:
+    # Three architectures, as the notebook draws them, with three calls or fifteen at most:
+    # matplotlib's own ticks would fall at halves, or at 2.5, 7.5, 12.5 (seen live, in a
+    # short rolling upgrade under the shared store).
+    few = {
+        arch: summary([0, top, 1, 1], [10.0])
+        for arch, top in (("mrtr", 3), ("sticky", 15), ("sse-store", 14))
+    }
+    for arch in few:
+        for second in few[arch]["timeline"]:
+            second["in_flight"] = 1
+    figure = swarm_figures.timelines(few, "rolling upgrade from 1 s")
+    figure.canvas.draw()
+    assert list(figure_rules.problems(figure)) == []
+    for ax in figure.axes:
+        assert all(float(tick).is_integer() for tick in ax.get_yticks()), ax.get_title()
 
 
 def test_latency_cdf_counts_completed_calls_only() -> None:
