@@ -277,9 +277,9 @@ class LoadTestConfig:
     )
     pin_cores: bool = setting(
         False,
-        help="pin replicas and HAProxy to CPU 0 and Locust to CPU 1; no flag: the "
-        "calibration and the measurements set it",
-        cli=False,
+        help="pin the lab's replicas and HAProxy to CPU 0 and the users (Locust) to CPU 1, "
+        "so that the load the users make does not take the replicas' core (the calibration "
+        "and the measurements set it); left unpinned on a machine without both CPUs",
     )
 
     @property

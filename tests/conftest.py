@@ -92,6 +92,7 @@ SHARED_GROUPS = {
 SERIAL_FILES = {
     "loadtest/test_attack_soak.py",
     "loadtest/test_calibrate.py",
+    "loadtest/test_ceiling_live.py",
     "loadtest/test_measure.py",
     "notebooks/test_assignments.py",
     "server/test_abandoned_waits.py",

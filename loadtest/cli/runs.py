@@ -51,7 +51,7 @@ SWARM_SETTINGS = (
     *REPLICA_SETTINGS,
 )
 #: What a scenario adds to them: the task store, the fault's seed and the idle timeout.
-SCENARIO_SETTINGS = ("task_wire", "task_store_fsync", "seed", "lb_idle_timeout_s")
+SCENARIO_SETTINGS = ("task_wire", "task_store_fsync", "seed", "lb_idle_timeout_s", "pin_cores")
 #: `--json` of a run: its summary, and Locust's HTML report beside it.
 SUMMARY = "write the summary here, Locust's HTML report beside it (a swarm's: headless only)"
 #: `--json` of a comparison: one summary per architecture, each one's HTML report beside.
@@ -108,7 +108,7 @@ def _add_swarm(commands: Any) -> None:
     add_flags(
         run_settings(swarm),
         LoadTestConfig,
-        only=("arch", "spawn_rate", *SWARM_SETTINGS),
+        only=("arch", "spawn_rate", "pin_cores", *SWARM_SETTINGS),
         defaults={"users": None},
     )
     options = command_options(swarm)

@@ -56,6 +56,8 @@ from server.tools.demo import demo_catalog
 #: Where a run hands its simulated users in other processes (Locust's) the cluster's
 #: token secret, so that each mints a token of its own.
 USERS_SECRET_ENV = "LOADTEST_JWT_SECRET"
+#: With `pin_cores`: the CPU of the replicas and HAProxy, and the one of the users (Locust).
+SERVER_CPUS, USERS_CPUS = "0", "1"
 
 
 def task_tools(tool_mix: dict[str, float]) -> list[str]:
@@ -131,7 +133,7 @@ class Cluster:
         self.events: list[dict[str, Any]] = []
         self.api = RuntimeApi(self.workdir / "haproxy.sock")
         #: Where replicas and HAProxy run when the config pins cores (Locust gets CPU 1).
-        self.server_cpus = "0" if config.pin_cores else None
+        self.server_cpus = SERVER_CPUS if config.pin_cores else None
 
     # -- lifecycle ---------------------------------------------------------------------
 

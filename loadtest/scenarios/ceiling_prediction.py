@@ -9,9 +9,10 @@ target of a plan is left out (1.0): a ceiling is where the SLO breaks, not where
 would add a replica.
 
 The service time of a round is, first, what `--predict-round-ms` says; else, on the lab's
-own cluster, the replicas' busy time per round served in the steps that held (their CPU
-time and the time they waited for a CPU other programs held, read from the operating
-system as the swarm ran: what a round takes of a replica on this machine); else the run's
+own cluster, the replicas' busy time per round served near the knee, in the step that
+broke and the two before it (their CPU time and the time they waited for a CPU other
+programs held, read from the operating system as the swarm ran: what a round takes of a
+replica on this machine, there); else the run's
 tool work per round plus the parameter file's request overhead. The parameter file's
 network delay is the simulation's time outside the replica, as the swarm's is its client,
 balancer and wire.
@@ -36,13 +37,13 @@ MEASURE_S = 60.0
 
 def service_round(given_ms: float | None, found: dict[str, Any]) -> tuple[float | None, str]:
     """The service time of a round to simulate, in ms, and where it comes from: the one
-    given, else the replicas' busy time per round the ceiling's steps measured (`found`,
+    given, else the replicas' busy time per round near the knee (`found`,
     the swarm's summary), else None (the run's tool work and the request overhead)."""
     if given_ms is not None:
         return given_ms, "as given"
     measured_ms = found.get("replica_busy_ms_per_round")
     if measured_ms:
-        return float(measured_ms), "the replicas' busy time per round in the steps that held"
+        return float(measured_ms), "the replicas' busy time per round near the knee"
     return None, "the tool work per round and the parameter file's request overhead"
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtest.config import LoadTestConfig
-from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
+from loadtest.harness.cluster import USERS_CPUS, USERS_SECRET_ENV, Cluster
 from loadtest.harness.upgrade import rolling_upgrade
 from loadtest.scenarios.summary import read_calls, summarize
 from loadtest.swarm.locust_stats import REPLICAS_FILE_ENV, read_per_replica
@@ -58,7 +58,7 @@ def locust_command(
         "--loglevel", "WARNING",
         *html,
         USER_CLASSES[config.arch],
-    ], "1" if config.pin_cores else None)  # fmt: skip
+    ], USERS_CPUS if config.pin_cores else None)  # fmt: skip
 
 
 def inject_fault(cluster: Cluster, config: LoadTestConfig) -> None:

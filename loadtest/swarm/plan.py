@@ -87,6 +87,12 @@ class SwarmPlan(TargetCallers):
         "(--slo-p95-ms, --max-error-share) breaks, and reports the highest rate that held",
     )
     max_steps: int = setting(10, help="--find-ceiling: the most steps it runs")
+    confirm_breaks: bool = setting(
+        False,
+        help="--find-ceiling: a step that breaks the SLO runs once more at its rate, and the "
+        "search stops only when that repeat breaks too (one stall of a shared machine is not "
+        "the ceiling)",
+    )
     start_rate: float | None = setting(
         None,
         metavar="PER_S",
@@ -110,8 +116,8 @@ class SwarmPlan(TargetCallers):
         metavar="MS",
         help="--find-ceiling --params: the service time of one round the simulation assumes "
         "(default: on the lab's cluster, the replicas' busy time per round, CPU and wait for "
-        "a CPU, in the steps that held; against a target, --tool-cpu-ms and the parameter "
-        "file's request overhead)",
+        "a CPU, near the knee: the step that broke and the two before it; against a target, "
+        "--tool-cpu-ms and the parameter file's request overhead)",
     )
     start_users: bool = setting(
         False,

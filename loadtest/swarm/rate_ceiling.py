@@ -8,13 +8,19 @@ it; it holds when their p95 latency is within the SLO and their share of failed 
 calls at most the maximum (a step in which no call was answered holds: none missed it).
 The ceiling is the rate of the last step that held before the first that broke.
 
+With `--confirm-breaks`, a step that breaks is run once more at its rate, and the search
+stops only when that repeat breaks too: on a shared machine one stall of a few hundred
+milliseconds (a neighbour's burst, a collection) can put a step's p95 over the SLO well
+below the knee, and a repeat that holds says the step's rate was not the ceiling.
+
 On the lab's own cluster the replicas' time is read as the steps run (`ReplicaTime`: their
 CPU seconds and the seconds they waited for a CPU other programs held, a few times a
 second): each step then says how busy the replicas were per round served, and the steps
-that held give the service time of a round on these replicas, which the simulation's
-ceiling is asked with (`loadtest.scenarios.ceiling_prediction`). A round's latency as a
-client sees it would not do: at a low rate it is mostly time outside the replica (client,
-balancer, wire), which a replica at its ceiling spends in parallel with its own work.
+near the knee (the one that broke and the two before it) give the service time of a round
+on these replicas, which the simulation's ceiling is asked with
+(`loadtest.scenarios.ceiling_prediction`). A round's latency as a client sees it would not
+do: at a low rate it is mostly time outside the replica (client, balancer, wire), which a
+replica at its ceiling spends in parallel with its own work.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from loadtest.swarm.tool_table import error_share, percentiles_ms
 
 #: Seconds between readings of the replicas' time: a few inside each step.
 REPLICA_READ_EVERY_S = 0.5
+#: Steps whose busy time per round is the service time of a round near the knee: the step
+#: that broke and the two before it.
+KNEE_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,8 @@ class CeilingSearch:
     #: Arrival streams of the first step: a search that starts near the knee rather than
     #: climb to it from a single stream spends its time where the ceiling is.
     first_streams: int = 1
+    #: A step that breaks runs again at its rate; the SLO breaks when the repeat does too.
+    confirm_breaks: bool = False
 
     def streams_of(self, step: int) -> int:
         """The arrival streams of step `step` (1 the first)."""
@@ -117,33 +128,48 @@ def ceiling_search(config: LoadTestConfig, plan: SwarmPlan) -> CeilingSearch:
         slo_p95_ms=plan.slo_p95_ms,
         max_error_share=plan.max_error_share,
         first_streams=first_streams,
+        confirm_breaks=plan.confirm_breaks,
     )
 
 
 class RateSteps(Schedule):
     """Arrival streams of `rate_step_per_s` each, one more every `step_s`: `tick()` gives
     the streams of the current step, None after the last or once `broken()` says the step
-    just ended broke the SLO."""
+    just ended broke the SLO (with `confirm_breaks`, once a step and its repeat at the same
+    rate both broke). `streams` holds each step's streams, the first step's first."""
 
     def __init__(self, search: CeilingSearch, broken: Any = None) -> None:
         super().__init__()
         self.search = search
         self.broken = broken or (lambda step: False)
         self.judged = 0
+        self.streams = [search.first_streams]
+        self._stopped = False
 
     def step_at(self, t_s: float) -> int:
         return 1 + int(t_s // self.search.step_s)
 
     def tick(self) -> tuple[int, float] | None:
         step = self.step_at(self.get_run_time())
-        if step - 1 > self.judged:
-            self.judged = step - 1
-            if self.broken(step - 1):
-                return None
-        if step > self.search.max_steps:
+        while not self._stopped and self.judged < step - 1:
+            self._judge_next()
+        if self._stopped or step > self.search.max_steps:
             return None
-        streams = self.search.streams_of(step)
+        streams = self.streams[step - 1]
         return streams, float(streams)
+
+    def _judge_next(self) -> None:
+        """Judge the step after the last judged, and choose the streams of the one after."""
+        self.judged += 1
+        ended = self.streams[self.judged - 1]
+        if not self.broken(self.judged):
+            self.streams.append(ended + 1)
+            return
+        repeat = self.judged >= 2 and self.streams[self.judged - 2] == ended
+        if self.search.confirm_breaks and not repeat:
+            self.streams.append(ended)  # once more at the same rate
+        else:
+            self._stopped = True
 
 
 def step_figures(
@@ -152,10 +178,12 @@ def step_figures(
     started: float,
     step: int,
     readings: list[ReplicaTime] | None = None,
+    streams: int | None = None,
 ) -> dict[str, Any]:
-    """One step's figures: its rate, the calls that started in it and how they ended,
-    their p95 latency and error share, and whether it held; with the replicas' `readings`,
-    their CPU and busy time per round served in the step and their busy share."""
+    """One step's figures: its rate (of `streams` arrival streams, by default the step's
+    without repeats), the calls that started in it and how they ended, their p95 latency
+    and error share, and whether it held; with the replicas' `readings`, their CPU and busy
+    time per round served in the step and their busy share."""
     begin = started + (step - 1) * search.step_s
     mine = [c for c in calls if begin <= c["started"] < begin + search.step_s]
     answered = [c for c in mine if c["outcome"] != "abandoned"]
@@ -166,7 +194,9 @@ def step_figures(
     share = error_share(failed, lost, len(answered))
     row = {
         "step": step,
-        "rate_per_s": search.rate_of(step),
+        "rate_per_s": search.rate_of(step)
+        if streams is None
+        else round(search.rate_step_per_s * streams, 6),
         "started": len(mine),
         "completed": len(completed),
         "failed": failed,
@@ -202,33 +232,61 @@ def ceiling(
     started: float,
     steps: int,
     readings: list[ReplicaTime] | None = None,
+    streams: list[int] | None = None,
 ) -> dict[str, Any]:
     """The search's outcome: each step run with its figures, and the ceiling, the rate of
-    the last step that held before the first that broke (None when the first broke).
+    the last step that held before the first that broke (None when the first broke); with
+    `confirm_breaks`, a step that broke and whose repeat at the same rate held
+    (`unconfirmed_breaks`) does not end the search. `streams` are the steps' arrival
+    streams as `RateSteps` ran them (by default one more each step).
     With the replicas' `readings`, the service time of a round on them: their busy time
-    per round over the steps that held (the first step, when none did), where it is what
-    a round costs and not yet what a queue makes of it."""
-    rows = [step_figures(search, calls, started, k, readings) for k in range(1, steps + 1)]
+    per round near the knee, over the step that broke and the `KNEE_STEPS` - 1 before it
+    (the last steps, when none broke). A round's CPU drifts as a shared machine's other
+    work comes and goes (22 to 37 ms within one search, seen): the ceiling is decided by
+    what a round takes there, not by what it took at the first steps."""
+    rows = [
+        step_figures(search, calls, started, k, readings, streams[k - 1] if streams else None)
+        for k in range(1, steps + 1)
+    ]
     held = None
-    held_steps = 0
-    for row in rows:
-        if not row["held"]:
-            break
-        held = row["rate_per_s"]
-        held_steps += 1
-    broke = next((row["step"] for row in rows if not row["held"]), None)
+    before_break = len(rows)
+    unconfirmed: list[int] = []
+    for index, row in enumerate(rows):
+        if row["held"]:
+            held = row["rate_per_s"]
+            continue
+        if _repeat_held(search, rows, index):
+            unconfirmed.append(row["step"])
+            continue
+        before_break = index
+        break
+    broke = rows[before_break]["step"] if before_break < len(rows) else None
     found: dict[str, Any] = {}
     if readings is not None:
-        end = started + max(held_steps, 1) * search.step_s
-        found = _per_round_ms(replica_busy(readings, calls, started, end))
+        last = min(before_break, len(rows) - 1)
+        first = max(last + 1 - KNEE_STEPS, 0)
+        begin, end = (started + k * search.step_s for k in (first, last + 1))
+        found = _per_round_ms(replica_busy(readings, calls, begin, end))
     return {
         **found,
         "ceiling_rate_per_s": held,
         "broke_at_step": broke,
+        "unconfirmed_breaks": unconfirmed,
         "slo_p95_ms": search.slo_p95_ms,
         "max_error_share": search.max_error_share,
         "steps": rows,
     }
+
+
+def _repeat_held(search: CeilingSearch, rows: list[dict[str, Any]], index: int) -> bool:
+    """Whether the broken step `rows[index]` was run again at its rate to confirm the break
+    (it was not itself such a repeat) and the repeat held: the break is not confirmed."""
+    if not search.confirm_breaks or index + 1 >= len(rows):
+        return False
+    rate = rows[index]["rate_per_s"]
+    itself_a_repeat = index >= 1 and rows[index - 1]["rate_per_s"] == rate
+    repeat = rows[index + 1]
+    return repeat["rate_per_s"] == rate and not itself_a_repeat and repeat["held"]
 
 
 def ceiling_lines(found: dict[str, Any]) -> list[str]:
@@ -248,6 +306,9 @@ def ceiling_lines(found: dict[str, Any]) -> list[str]:
             line += f" {'-' if busy is None else f'{busy:.2f}':>14} "
             line += f"{'-' if share is None else f'{share:.2f}':>11}"
         lines.append(line.rstrip())
+    if found.get("unconfirmed_breaks"):
+        once = ", ".join(str(step) for step in found["unconfirmed_breaks"])
+        lines.append(f"broke once and held when run again at its rate (not the ceiling): {once}")
     slo = f"p95 <= {found['slo_p95_ms']:g} ms, errors <= {found['max_error_share']:g}"
     rate = found["ceiling_rate_per_s"]
     lines.append(
@@ -262,7 +323,8 @@ def ceiling_lines(found: dict[str, Any]) -> list[str]:
     if found.get("replica_busy_ms_per_round") is not None:
         lines.append(
             f"replicas: {found['replica_busy_ms_per_round']:g} ms busy per round, "
-            f"{found['replica_cpu_ms_per_round']:g} ms of it on a CPU (the steps that held)"
+            f"{found['replica_cpu_ms_per_round']:g} ms of it on a CPU (near the knee: the "
+            f"step that broke and the {KNEE_STEPS - 1} before it)"
         )
     if found.get("prediction_error"):
         lines.append(f"simulation: no ceiling: {found['prediction_error']}")

@@ -41,7 +41,7 @@ from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner
 from locust.stats import stats_history
 
 from loadtest.config import LoadTestConfig, LoadTestError
-from loadtest.harness.cluster import USERS_SECRET_ENV, Cluster
+from loadtest.harness.cluster import USERS_CPUS, USERS_SECRET_ENV, Cluster
 from loadtest.labtab import tab
 from loadtest.labtab.control import ClusterControl, FaultRefused, TargetControl
 from loadtest.labtab.web_server import serve_with_head_deadline
@@ -65,6 +65,7 @@ from loadtest.swarm.rate_ceiling import (
 from loadtest.swarm.shaped_run import drive, shape_for
 from loadtest.swarm.target_mix import exported_mix
 from loadtest.swarm.user_classes import LOCUSTFILE, TARGET_USER_CLASS, USER_CLASSES
+from server.harness.process import pin_this_process, pinned
 
 
 def _say(line: str) -> None:
@@ -96,6 +97,7 @@ def start_workers(
         "--master-host", master_host, "--master-port", str(master_port),
         "--loglevel", "WARNING",
     ]  # fmt: skip
+    command = pinned(command, USERS_CPUS if config.pin_cores else None)
     workers = []
     for i in range(count):
         with open(log_dir / f"worker-{i + 1}.log", "ab") as log:
@@ -181,6 +183,8 @@ def run_swarm(
         if plan.target is None:
             cluster = stack.enter_context(Cluster(config, workdir=work / "c"))
         url = cluster.url if cluster is not None else str(plan.target)
+        if config.pin_cores:
+            pin_this_process(USERS_CPUS)  # the users run here; the lab's replicas have CPU 0
         # Each user mints a token of its own with the cluster's secret (a target's, when
         # MRTR_JWT_SECRET names it), here and in the workers, which inherit the environment.
         secret = cluster.jwt_secret if cluster else os.environ.get("MRTR_JWT_SECRET", "")
@@ -315,9 +319,11 @@ def _run_headless(
         summary["scenario"] = plan.fault
     if plan.find_ceiling:
         steps = max(shape.judged, 1) if isinstance(shape, RateSteps) else 1
+        streams = shape.streams if isinstance(shape, RateSteps) else None
         search = ceiling_search(config, plan)
         readings = [ReplicaTime(*s) for s in meter.samples] if meter is not None else None
-        summary.update(ceiling(search, calls.calls, started, min(steps, plan.max_steps), readings))
+        steps = min(steps, plan.max_steps)
+        summary.update(ceiling(search, calls.calls, started, steps, readings, streams))
     summary["workers"] = len(swarm.worker_ids)
     summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)
     return summary

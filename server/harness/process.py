@@ -46,12 +46,30 @@ def pinned(command: list[str], cpus: str | None) -> list[str]:
 
     Left unpinned where taskset is missing or the machine lacks one of those CPUs.
     """
-    if cpus is None or shutil.which("taskset") is None:
-        return command
-    wanted = {int(c) for c in cpus.split(",")}
-    if not wanted <= os.sched_getaffinity(0):
+    if cpus is None or shutil.which("taskset") is None or _cpu_set(cpus) is None:
         return command
     return ["taskset", "-c", cpus, *command]
+
+
+def pin_this_process(cpus: str) -> bool:
+    """Run this process from now on only on the CPU list `cpus`; whether it could (not on
+    a machine that lacks one of them)."""
+    wanted = _cpu_set(cpus)
+    if wanted is None:
+        return False
+    os.sched_setaffinity(0, wanted)
+    return True
+
+
+#: The CPUs this process could run on when it started, before it pinned itself to some:
+#: the children it pins elsewhere may still have the others.
+_STARTED_ON = frozenset(os.sched_getaffinity(0))
+
+
+def _cpu_set(cpus: str) -> set[int] | None:
+    """The CPUs of the list `cpus`, or None when this process could not run on one of them."""
+    wanted = {int(c) for c in cpus.split(",")}
+    return wanted if wanted <= _STARTED_ON else None
 
 
 class ChildProcess:

@@ -4,6 +4,7 @@ read on the replicas."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -82,28 +83,40 @@ def readings(t0: float, busy_per_s: list[float], cpu_share: float) -> list[Repli
     return found
 
 
-def test_each_step_says_what_a_round_took_of_the_replicas_and_the_held_ones_the_round() -> None:
+def test_each_step_says_what_a_round_took_of_the_replicas() -> None:
     """A round of 25 ms busy (20 of CPU): 10 calls/s keep the replica busy a quarter of
-    the time, 20 a half; the third step breaks, and its slower rounds are not the
-    simulation's (a queue's doing, not a round's)."""
+    the time, 20 a half, 30 three quarters; the third step breaks (its calls queued)."""
     t0 = 1000.0
     calls = served(t0, 10, 30) + served(t0 + 4, 20, 60) + served(t0 + 8, 30, 400)
-    found = ceiling(SEARCH, calls, t0, 3, readings(t0, [0.25, 0.5, 1.0], cpu_share=0.8))
+    found = ceiling(SEARCH, calls, t0, 3, readings(t0, [0.25, 0.5, 0.75], cpu_share=0.8))
     assert found["ceiling_rate_per_s"] == 20.0 and found["broke_at_step"] == 3
     first, second, third = found["steps"]
     assert first["replica_busy_ms_per_round"] == pytest.approx(25, rel=0.15)
     assert first["replica_cpu_ms_per_round"] == pytest.approx(20, rel=0.15)
     assert first["replica_busy_share"] == pytest.approx(0.25, abs=0.02)
     assert second["replica_busy_share"] == pytest.approx(0.5, abs=0.02)
-    assert third["replica_busy_ms_per_round"] > 30
+    assert third["replica_busy_ms_per_round"] == pytest.approx(25, rel=0.15)
     assert found["replica_busy_ms_per_round"] == pytest.approx(25, rel=0.1)
     assert service_round(None, found) == (
         found["replica_busy_ms_per_round"],
-        "the replicas' busy time per round in the steps that held",
+        "the replicas' busy time per round near the knee",
     )
     lines = ceiling_lines(found)
     assert lines[0].endswith("busy ms/round  busy share")
     assert any(line.startswith("replicas: ") and "ms busy per round" in line for line in lines)
+
+
+def test_the_round_simulated_is_the_one_near_the_knee_not_the_first_steps() -> None:
+    """The machine sped up after the second step (a round of 60 ms, then 25): the round that
+    decides the ceiling is the one of the step that broke and the two before it."""
+    t0, search = 1000.0, dataclasses.replace(SEARCH, rate_step_per_s=5.0, max_steps=4)
+    calls = [c for k in range(4) for c in served(t0 + 4 * k, 5 * (k + 1), 30)]
+    calls += served(t0 + 16, 25, 400)  # the fifth step breaks
+    busy = [0.3, 0.6, 0.375, 0.5, 0.625]  # 60 ms a round at 5 and 10 calls/s, then 25 ms
+    found = ceiling(search, calls, t0, 5, readings(t0, busy, cpu_share=1.0))
+    assert found["broke_at_step"] == 5 and found["ceiling_rate_per_s"] == 20.0
+    assert found["steps"][0]["replica_busy_ms_per_round"] == pytest.approx(60, rel=0.15)
+    assert found["replica_busy_ms_per_round"] == pytest.approx(25, rel=0.1)
 
 
 def test_a_round_given_is_simulated_before_the_one_measured_and_neither_without_both() -> None:

@@ -69,6 +69,36 @@ def test_the_ceilings_steps_stop_after_the_first_that_broke() -> None:
     assert judged == [1, 2] and steps.judged == 2
 
 
+CONFIRMING = CeilingSearch(
+    rate_step_per_s=2.0,
+    step_s=5.0,
+    max_steps=6,
+    slo_p95_ms=100.0,
+    max_error_share=0.01,
+    confirm_breaks=True,
+)
+
+
+def test_a_step_that_breaks_once_runs_again_at_its_rate_and_the_search_goes_on() -> None:
+    steps = RateSteps(CONFIRMING, broken=lambda step: step == 2)
+    ticks = [t if t is None else t[0] for t in schedule(steps, 31)]
+    assert ticks == [1] * 5 + [2] * 5 + [2] * 5 + [3] * 5 + [4] * 5 + [5] * 5 + [None]
+    assert steps.streams[:6] == [1, 2, 2, 3, 4, 5]
+
+
+def test_a_break_confirmed_by_its_repeat_stops_the_search() -> None:
+    steps = RateSteps(CONFIRMING, broken=lambda step: step in (2, 3))
+    ticks = [t if t is None else t[0] for t in schedule(steps, 20)]
+    assert ticks[:15] == [1] * 5 + [2] * 5 + [2] * 5 and ticks[15] is None
+    assert steps.judged == 3
+
+
+def test_without_confirming_the_first_break_stops_the_search() -> None:
+    steps = RateSteps(SEARCH, broken=lambda step: step == 2)
+    ticks = schedule(steps, 15)
+    assert ticks[10] is None and steps.streams == [1, 2]
+
+
 def call(started: float, latency_ms: float, outcome: str = "completed") -> dict[str, Any]:
     return {"started": started, "ended": started + latency_ms / 1e3, "outcome": outcome,
             "latency_ms": latency_ms}  # fmt: skip
@@ -90,6 +120,26 @@ def test_the_ceiling_is_the_last_step_that_held_before_the_first_that_broke() ->
         "p95_ms": 60.0, "error_share": 0.0, "held": True,
     }  # fmt: skip
     assert "ceiling: 4 calls/s" in ceiling_lines(found)[-1]
+
+
+def test_a_break_whose_repeat_held_is_not_the_ceiling_and_a_confirmed_one_is() -> None:
+    t0 = 1000.0
+    slow, fast = 400, 40
+    latencies = [fast, slow, fast, slow, slow]  # steps 1-5 at 1, 2, 2, 3, 3 streams
+    calls = [
+        call(t0 + 5 * k + i * 0.2, latency)
+        for k, latency in enumerate(latencies)
+        for i in range(25)
+    ]
+    found = ceiling(CONFIRMING, calls, t0, 5, streams=[1, 2, 2, 3, 3])
+    assert [s["rate_per_s"] for s in found["steps"]] == [2.0, 4.0, 4.0, 6.0, 6.0]
+    assert found["unconfirmed_breaks"] == [2] and found["broke_at_step"] == 4
+    assert found["ceiling_rate_per_s"] == 4.0
+    lines = ceiling_lines(found)
+    assert "broke once and held when run again at its rate (not the ceiling): 2" in lines
+    # Without confirming, the same steps end at the first break.
+    plain = ceiling(SEARCH, calls[:50], t0, 2)
+    assert plain["ceiling_rate_per_s"] == 2.0 and plain["broke_at_step"] == 2
 
 
 @pytest.mark.parametrize("outcome", ["failed", "lost"])
