@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from labsim.model.checks import require
@@ -151,7 +152,42 @@ CATALOGUE: tuple[SimTool, ...] = (
     # The load test's CPU-heavy tool: one question, then cpu_ms of work per round.
     SimTool("quote", (("github_login",),)),
 )
-TOOLS: dict[str, SimTool] = {tool.name: tool for tool in CATALOGUE}
+#: A shape of the server's `rounds` tool named in a mix: `rounds/3x2` is three rounds,
+#: each but the last asking two questions together (the load test's name for it).
+ROUNDS_SHAPE = re.compile(r"rounds/(\d+)x(\d+)")
+
+
+class ToolCatalogue(Mapping[str, SimTool]):
+    """The tools the simulation knows by name: the server's demo tools (iterated, listed
+    when a name is refused) and every shape of its `rounds` tool by its mix name
+    (`rounds/3x2`, made when asked for: `rounds_tool`)."""
+
+    def __init__(self, tools: Sequence[SimTool]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def __getitem__(self, name: str) -> SimTool:
+        tool = self._tools.get(name)
+        if tool is not None:
+            return tool
+        shape = ROUNDS_SHAPE.fullmatch(name) if isinstance(name, str) else None
+        if shape is None or min(int(shape[1]), int(shape[2])) < 1:
+            raise KeyError(name)
+        return replace(rounds_tool(int(shape[1]), int(shape[2])), name=name)
+
+    def __contains__(self, name: object) -> bool:
+        if name in self._tools:
+            return True
+        shape = ROUNDS_SHAPE.fullmatch(name) if isinstance(name, str) else None
+        return shape is not None and min(int(shape[1]), int(shape[2])) >= 1
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+
+TOOLS = ToolCatalogue(CATALOGUE)
 
 #: One bit per question name of the catalogue, in order of first appearance.
 QUESTION_BITS: dict[str, int] = {}

@@ -33,7 +33,7 @@ def simulated_tool_mix(tool_mix: Mapping[str, float]) -> dict[str, float]:
     calls ask one question in one round, as `get_weather` does, so that share goes to
     `get_weather`'s shape. A tool labsim does not model is an error, not a silent zero.
     """
-    unknown = sorted(set(tool_mix) - set(TOOLS))
+    unknown = sorted(tool for tool in tool_mix if tool not in TOOLS)
     if unknown:
         raise ValueError(f"labsim does not model {', '.join(unknown)}; simulate without them")
     total = sum(tool_mix.values())

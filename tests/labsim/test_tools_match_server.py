@@ -92,3 +92,16 @@ def test_the_rounds_tool_asks_as_its_arguments_say(
     assert asked == [tuple(sorted(r)) for r in model.rounds(version)]
     assert len(results) == model.requests(version) == rounds
     assert model.questions(version) == (rounds - 1) * questions_per_round
+
+
+def test_a_shape_of_the_rounds_tool_is_known_by_its_mix_name() -> None:
+    """`rounds/3x2`, as a load test's mix names it, is the rounds tool of that shape under
+    that name; a shape without rounds or questions is not a tool, and listing the tools
+    names the demo tools only."""
+    shaped = TOOLS["rounds/3x2"]
+    assert shaped.name == "rounds/3x2" and "rounds/3x2" in TOOLS
+    assert shaped.rounds(1) == rounds_tool(3, 2).rounds(1)
+    assert (shaped.requests(1), shaped.questions(1)) == (3, 4)
+    for name in ("rounds/0x1", "rounds/3x0", "rounds/3", "rounds"):
+        assert name not in TOOLS and TOOLS.get(name) is None
+    assert list(TOOLS) == [tool.name for tool in CATALOGUE]

@@ -44,6 +44,21 @@ def test_one_worker_meets_the_slo_below_what_it_serves_and_stops_after() -> None
 
 
 @pytest.mark.slow
+def test_a_shape_of_the_rounds_tool_is_predicted_by_its_rounds() -> None:
+    """`rounds/3x1` (three rounds a call) against `rounds/1x1` (one): with the same round
+    and an SLO of as many of its rounds, the ceiling falls about threefold."""
+
+    def ceiling_of(tool: str, slo_ms: float) -> float:
+        config = LoadTestConfig(replicas=1, tool_mix={tool: 1.0}, rate_per_s=1.0, cpu_workers=1)
+        found = predicted_ceiling(str(DEFAULT_PATH), config, RATES, slo_ms, 0.01, 50.0)
+        return found["predicted_ceiling_rate_per_s"]
+
+    one, three = ceiling_of("rounds/1x1", 250.0), ceiling_of("rounds/3x1", 750.0)
+    assert one is not None and three is not None
+    assert 5 <= one < 20 and three == pytest.approx(one / 3, abs=1.5), (one, three)
+
+
+@pytest.mark.slow
 def test_a_round_twice_as_long_halves_the_ceiling() -> None:
     """Against an SLO of as many rounds."""
     one = ceiling_for(100.0)["predicted_ceiling_rate_per_s"]

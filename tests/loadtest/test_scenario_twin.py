@@ -30,6 +30,13 @@ def test_a_tool_the_simulation_does_not_model_is_refused() -> None:
         simulated_tool_mix({"get_weather": 1.0, "provision_vm": 1.0})
 
 
+def test_a_shape_of_the_rounds_tool_is_simulated_as_its_rounds_and_questions() -> None:
+    shares = simulated_tool_mix({"rounds/3x2": 1.0, "get_weather": 1.0})
+    assert shares == {"rounds/3x2": 0.5, "get_weather": 0.5}
+    assert think_stops_per_call({"rounds/3x2": 1.0}, "mrtr") == 2  # two asking rounds
+    assert think_stops_per_call({"rounds/3x2": 1.0}, "sticky") == 4  # four questions
+
+
 def test_mrtr_users_think_once_per_round_legacy_users_once_per_question() -> None:
     both_logins = {"link_accounts": 1.0}  # two questions in one round
     assert think_stops_per_call(both_logins, "mrtr") == 1
