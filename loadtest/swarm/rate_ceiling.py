@@ -321,10 +321,14 @@ def ceiling_lines(found: dict[str, Any]) -> list[str]:
             "no step broke the SLO: the ceiling is above the last rate tried (--max-steps)"
         )
     if found.get("replica_busy_ms_per_round") is not None:
+        where = (
+            f"the last {KNEE_STEPS} steps, none broke"
+            if found.get("broke_at_step") is None
+            else f"near the knee: the step that broke and the {KNEE_STEPS - 1} before it"
+        )
         lines.append(
             f"replicas: {found['replica_busy_ms_per_round']:g} ms busy per round, "
-            f"{found['replica_cpu_ms_per_round']:g} ms of it on a CPU (near the knee: the "
-            f"step that broke and the {KNEE_STEPS - 1} before it)"
+            f"{found['replica_cpu_ms_per_round']:g} ms of it on a CPU ({where})"
         )
     if found.get("prediction_error"):
         lines.append(f"simulation: no ceiling: {found['prediction_error']}")

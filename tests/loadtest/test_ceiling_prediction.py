@@ -119,6 +119,9 @@ def test_each_step_says_what_a_round_took_of_the_replicas() -> None:
     lines = ceiling_lines(found)
     assert lines[0].endswith("busy ms/round  busy share")
     assert any(line.startswith("replicas: ") and "ms busy per round" in line for line in lines)
+    assert lines[-1].endswith("(near the knee: the step that broke and the 2 before it)")
+    unbroken = ceiling_lines({**found, "broke_at_step": None})
+    assert unbroken[-1].endswith("(the last 3 steps, none broke)")
 
 
 def test_the_round_simulated_is_the_one_near_the_knee_not_the_first_steps() -> None:
