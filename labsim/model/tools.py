@@ -153,8 +153,9 @@ CATALOGUE: tuple[SimTool, ...] = (
     SimTool("quote", (("github_login",),)),
 )
 #: A shape of the server's `rounds` tool named in a mix: `rounds/3x2` is three rounds,
-#: each but the last asking two questions together (the load test's name for it).
-ROUNDS_SHAPE = re.compile(r"rounds/(\d+)x(\d+)")
+#: each but the last asking two questions together (the load test's name for it,
+#: `loadtest.users.tool_shape`, which labsim does not import).
+ROUNDS_SHAPE = re.compile(r"rounds/([1-9]\d*)x([1-9]\d*)")
 
 
 class ToolCatalogue(Mapping[str, SimTool]):
@@ -166,19 +167,12 @@ class ToolCatalogue(Mapping[str, SimTool]):
         self._tools = {tool.name: tool for tool in tools}
 
     def __getitem__(self, name: str) -> SimTool:
-        tool = self._tools.get(name)
-        if tool is not None:
-            return tool
+        if name in self._tools:
+            return self._tools[name]
         shape = ROUNDS_SHAPE.fullmatch(name) if isinstance(name, str) else None
-        if shape is None or min(int(shape[1]), int(shape[2])) < 1:
+        if shape is None:
             raise KeyError(name)
         return replace(rounds_tool(int(shape[1]), int(shape[2])), name=name)
-
-    def __contains__(self, name: object) -> bool:
-        if name in self._tools:
-            return True
-        shape = ROUNDS_SHAPE.fullmatch(name) if isinstance(name, str) else None
-        return shape is not None and min(int(shape[1]), int(shape[2])) >= 1
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._tools)

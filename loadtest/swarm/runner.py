@@ -318,11 +318,11 @@ def _run_headless(
     if plan.fault:  # the run's scenario is the fault injected on cue
         summary["scenario"] = plan.fault
     if plan.find_ceiling:
-        steps = max(shape.judged, 1) if isinstance(shape, RateSteps) else 1
-        streams = shape.streams if isinstance(shape, RateSteps) else None
+        steps, streams = 1, None
+        if isinstance(shape, RateSteps):
+            steps, streams = min(max(shape.judged, 1), plan.max_steps), shape.streams
         search = ceiling_search(config, plan)
         readings = [ReplicaTime(*s) for s in meter.samples] if meter is not None else None
-        steps = min(steps, plan.max_steps)
         summary.update(ceiling(search, calls.calls, started, steps, readings, streams))
     summary["workers"] = len(swarm.worker_ids)
     summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)

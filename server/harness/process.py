@@ -41,6 +41,11 @@ def wait_until_healthy(url: str, timeout_s: float, process: subprocess.Popen | N
     raise TimeoutError(f"{url} did not become healthy within {timeout_s} s")
 
 
+#: The CPUs this process could run on when it started, before it pinned itself to some:
+#: the children it pins elsewhere may still have the others.
+_STARTED_ON = frozenset(os.sched_getaffinity(0))
+
+
 def pinned(command: list[str], cpus: str | None) -> list[str]:
     """`command` pinned to the CPU list `cpus` (e.g. "0" or "0,1") with taskset.
 
@@ -59,11 +64,6 @@ def pin_this_process(cpus: str) -> bool:
         return False
     os.sched_setaffinity(0, wanted)
     return True
-
-
-#: The CPUs this process could run on when it started, before it pinned itself to some:
-#: the children it pins elsewhere may still have the others.
-_STARTED_ON = frozenset(os.sched_getaffinity(0))
 
 
 def _cpu_set(cpus: str) -> set[int] | None:

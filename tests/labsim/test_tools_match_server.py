@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from labsim.model.tools import CATALOGUE, TOOLS, rounds_tool
+from loadtest.users.tool_shape import RoundsShape
 from server.app import create_app
 from server.client import MrtrClient
 from tests.server.conftest import make_config, user_answers
@@ -102,6 +103,8 @@ def test_a_shape_of_the_rounds_tool_is_known_by_its_mix_name() -> None:
     assert shaped.name == "rounds/3x2" and "rounds/3x2" in TOOLS
     assert shaped.rounds(1) == rounds_tool(3, 2).rounds(1)
     assert (shaped.requests(1), shaped.questions(1)) == (3, 4)
-    for name in ("rounds/0x1", "rounds/3x0", "rounds/3", "rounds"):
+    for name in ("rounds/0x1", "rounds/3x0", "rounds/03x1", "rounds/3", "rounds"):
         assert name not in TOOLS and TOOLS.get(name) is None
+    # The load test names its shapes as labsim reads them.
+    assert RoundsShape(16, 8).name in TOOLS and TOOLS[RoundsShape(3, 2).name] == shaped
     assert list(TOOLS) == [tool.name for tool in CATALOGUE]

@@ -3,6 +3,7 @@ ceiling's steps: their rates, their figures, where the SLO broke."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -69,14 +70,7 @@ def test_the_ceilings_steps_stop_after_the_first_that_broke() -> None:
     assert judged == [1, 2] and steps.judged == 2
 
 
-CONFIRMING = CeilingSearch(
-    rate_step_per_s=2.0,
-    step_s=5.0,
-    max_steps=6,
-    slo_p95_ms=100.0,
-    max_error_share=0.01,
-    confirm_breaks=True,
-)
+CONFIRMING = dataclasses.replace(SEARCH, max_steps=6, confirm_breaks=True)
 
 
 def test_a_step_that_breaks_once_runs_again_at_its_rate_and_the_search_goes_on() -> None:
