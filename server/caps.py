@@ -43,8 +43,8 @@ class CapsConfig(AccessConfig):
         "this replica; more get HTTP 429; 0: no limit",
         metavar="N",
     )
-    # Each running call has one slice (25 ms) queued at most: 64 are under a second of
-    # queue for two workers, and 64 connections.
+    # Each running call has one slice (5 ms) queued at most: 64 are a sixth of a second
+    # of queue for two workers, and 64 connections.
     max_cpu_calls_per_replica: int = setting(
         64,
         help="CPU-bound tool calls all principals together may run in the worker processes "

@@ -33,9 +33,10 @@ CRUNCH_MAX_UNITS = 2_000_000
 #: Units an attempt does before load may move it: every move costs a round trip and a
 #: seal, so a replica sheds only after doing a useful slice (about 10 ms of hashing).
 CRUNCH_MIN_SLICE_UNITS = 20_000
-#: Units one slice handed to a worker process does: the first point where load may move
-#: the call is then the same in the workers as on the loop.
-CRUNCH_POOL_SLICE_UNITS = CRUNCH_MIN_SLICE_UNITS
+#: Units one slice handed to a worker process does: about the pool's `SLICE_MS` (5 ms),
+#: so that other calls' small work waits little for a worker; load may move the call after
+#: two slices, as on the loop.
+CRUNCH_POOL_SLICE_UNITS = CRUNCH_MIN_SLICE_UNITS // 2
 
 
 _START = hashlib.sha256(b"crunch").hexdigest()
@@ -79,7 +80,9 @@ async def crunch(ctx: Context) -> dict[str, Any]:
             if pool is None:
                 digest = crunch_units(digest, done, stop)
             else:
-                digest = await pool.run(crunch_units, digest, done, stop)
+                digest = await pool.run(
+                    crunch_units, digest, done, stop, cost_ms=(stop - done) / CRUNCH_UNITS_PER_MS
+                )
             done_here += stop - done
             done = stop
             state["i"], state["h"] = done, digest

@@ -54,7 +54,7 @@ async def price(ctx: Context, cpu_ms: float) -> None:
         left_ms = cpu_ms
         while left_ms > 0:
             step_ms = min(left_ms, SLICE_MS)
-            await pool.run(spend_cpu, step_ms)
+            await pool.run(spend_cpu, step_ms, cost_ms=step_ms)
             left_ms -= step_ms
             if await ctx.abandoned():
                 return

@@ -20,7 +20,7 @@ def test_a_worker_ignores_sigint_and_keeps_serving() -> None:
     pool = CpuPool(workers=1, inline_max_ms=0.0, max_calls_per_principal=0)
 
     async def worker_pid() -> int:
-        return await pool.run(_ready)
+        return await pool.run(_ready, cost_ms=0.0)
 
     try:
         pid = asyncio.run(worker_pid())
