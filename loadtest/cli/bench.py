@@ -126,7 +126,7 @@ def _add_soak(commands: Any) -> None:
         default=None,
         help="instead: run a cluster's legitimate users (--clients, each a principal of its "
         "own) for --duration quiet, then as long beside this attack, phase by phase; "
-        "repeatable, or all (default: none)",
+        "repeatable, or all, the control busy-core included (default: none)",
     )
     options.add_argument(
         "--attack-sockets",
@@ -137,7 +137,8 @@ def _add_soak(commands: Any) -> None:
         "principals (default: the sizes that took a replica down before the fixes: 1100 "
         "slow bodies, 2100 abandoned waits, 4 CPU-heavy calls, 2 threads of oversized "
         "requests, 1024 sockets of burst-stall and of drip, 1 small-CPU caller, 4 "
-        "subscribing sessions, 520 principals' waits, 2 threads of Lab forgeries)",
+        "subscribing sessions, 520 principals' waits, 2 threads of Lab forgeries, and for "
+        "the control busy-core, 1 spinning process)",
     )
     add_json_option(options, "write the report here")
     soak.set_defaults(run=run_soak)

@@ -17,6 +17,9 @@ runs beside its legitimate users (`loadtest.soak.run`).
                      own (`loadtest.soak.task_waits`)
     cross-origin-lab forged requests from another page to the Lab tab's routes, its faults
                      above all (`loadtest.soak.cross_origin`)
+    busy-core        no request at all: `sockets` processes spinning on this machine's
+                     CPU (a control: what the users lose to an attacker that only shares
+                     their cores)
 
 Each is an attack on availability as a caller would make it, from outside: raw sockets or the
 reference clients, and the tools' caps read from `tools/list`. The attacker is
@@ -31,7 +34,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import multiprocessing
 import os
+import resource
 import select
 import subprocess
 import sys
@@ -64,6 +69,7 @@ ATTACKS = (
     "subscription-growth",
     "many-principals-waits",
     "cross-origin-lab",
+    "busy-core",
 )
 
 
@@ -88,6 +94,8 @@ DEFAULT_SOCKETS = {
     # 520 principals of 4 waits each held /healthz in round 3; two threads of forgeries.
     "many-principals-waits": 520,
     "cross-origin-lab": 2,
+    # One core: the attacker process's own use in the heaviest phases (`cpu_s`).
+    "busy-core": 1,
 }
 
 
@@ -104,14 +112,20 @@ class AttackReport:
     #: "left": the attacker closed first, as it meant to), and for oversized requests by
     #: kind too.
     answers: Counter[str] = field(default_factory=Counter)
+    #: CPU seconds the attack's own process used from its beginning (its threads and the
+    #: processes it started): on one machine, the attacker's cores are the users' too.
+    cpu_s: float = 0.0
     #: Told once, when the attack itself begins (after what it prepares beforehand).
     on_ready: Callable[[], None] = field(default=lambda: None, repr=False)
     announced: bool = field(default=False, repr=False)
+    #: The process's CPU seconds when the attack began (what it prepared is not counted).
+    cpu_s_at_ready: float = field(default=0.0, repr=False)
 
     def ready(self) -> None:
         """The attack begins now: say so once."""
         if not self.announced:
             self.announced = True
+            self.cpu_s_at_ready = _cpu_s()
             self.on_ready()
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,6 +135,7 @@ class AttackReport:
             "sockets": self.sockets,
             "sent": self.sent,
             "answers": dict(sorted(self.answers.items())),
+            "cpu_s": round(self.cpu_s, 2),
         }
 
 
@@ -239,6 +254,23 @@ def oversized(host: str, port: int, seconds: float, sockets: int, report: Attack
         thread.join()
 
 
+def _spin(seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
+def busy_core(host: str, port: int, seconds: float, sockets: int, report: AttackReport) -> None:
+    """`sockets` processes spinning for `seconds`, at the users' own priority; no request."""
+    context = multiprocessing.get_context("spawn")
+    spinners = [context.Process(target=_spin, args=(seconds,)) for _ in range(sockets)]
+    for spinner in spinners:
+        spinner.start()
+    for spinner in spinners:
+        spinner.join()
+    report.sent = 0
+
+
 RUNS = {
     "slow-bodies": slow_bodies,
     "abandoned-waits": abandoned_waits,
@@ -250,6 +282,7 @@ RUNS = {
     "subscription-growth": subscription_growth,
     "many-principals-waits": many_principals_waits,
     "cross-origin-lab": cross_origin_lab,
+    "busy-core": busy_core,
 }
 
 
@@ -276,7 +309,15 @@ def run_attack(
         report.ready()
     RUNS[attack](host, port, seconds, sockets, report)
     report.ready()
+    report.cpu_s = _cpu_s() - report.cpu_s_at_ready
     return report
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children that have ended."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 class AttackProcess(ChildProcess):

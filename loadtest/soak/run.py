@@ -364,7 +364,8 @@ def print_attack_soak(report: AttackSoakReport) -> None:
     )
     print(
         f"{'phase':16} {'served':>7} {'failed':>7} {'p50 ms':>8} {'p95 ms':>8} "
-        f"{'p95/quiet':>9} {'marked down':>11}  attack (sent: the cluster's answers)"
+        f"{'p95/quiet':>9} {'marked down':>11} {'its cores':>9}  "
+        "attack (sent: the cluster's answers)"
     )
     for row in report.as_dict()["phases"]:
         attack = row["attack"]
@@ -375,10 +376,12 @@ def print_attack_soak(report: AttackSoakReport) -> None:
             else ""
         )
         ratio = f"{row['p95_vs_quiet']:.2f}" if row["p95_vs_quiet"] is not None else "-"
+        # The attacker's own CPU, in cores over its run: on one machine, the users' cores.
+        cores = f"{attack['cpu_s'] / attack['seconds']:.2f}" if attack else "-"
         print(
             f"{row['phase']:16} {row['completed']:>7} {row['failed']:>7} "
             f"{row['call_ms_p50']:>8.1f} {row['call_ms_p95']:>8.1f} {ratio:>9} "
-            f"{row['replicas_marked_down']:>11}  {what}"
+            f"{row['replicas_marked_down']:>11} {cores:>9}  {what}"
         )
         if row["errors"]:
             print(f"{'':16} errors: {row['errors']}")
