@@ -27,10 +27,13 @@ class Session:
     cookie) every call of the session goes to the replica its first call got.
     """
 
-    __slots__ = ("cookie",)
+    __slots__ = ("cookie", "opened")
 
     def __init__(self) -> None:
         self.cookie: Replica | None = None
+        #: Whether the session's `initialize` has been sent (a cut call's client opens a
+        #: new session before it starts the call again).
+        self.opened = False
 
 
 class Call:

@@ -163,3 +163,31 @@ def test_scenario_parameters_can_be_overridden_by_name() -> None:
     assert params.cluster.replicas == 8
     assert params.faults[0].drain_timeout_s == 300.0
     assert params.workload.think_scale == 0.5
+
+
+def test_a_legacy_user_opens_its_session_through_the_balancer_before_its_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Behind a plain balancer (sse-store) a user's `initialize` and its notification take
+    their turns of the round robin, each admitted by a replica: two requests more per call
+    than behind the sticky one, whose cookie sends the session where the call goes."""
+    from labsim.model import cluster
+
+    admitted = {"requests": 0}
+    admit = cluster.Replica.admit
+
+    def counted(replica: cluster.Replica) -> bool:
+        admitted["requests"] += 1
+        return admit(replica)
+
+    monkeypatch.setattr(cluster.Replica, "admit", counted)
+    params = SimParams(horizon_s=300.0, warmup_s=0.0).with_overrides(replicas=3)
+    requests = {}
+    for architecture in ("sticky", "sse-store"):
+        admitted["requests"] = 0
+        result = simulate(params, architecture, seed=5)
+        assert result.summary["restarts"] == 0  # no cut: each session opened once
+        requests[architecture] = (admitted["requests"], result.summary["calls"])
+    (sticky, calls), (sse_store, same_calls) = requests["sticky"], requests["sse-store"]
+    assert calls == same_calls > 1000
+    assert sse_store - sticky == 2 * calls

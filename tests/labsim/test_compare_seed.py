@@ -9,7 +9,10 @@ figures (`refused_requests`, `down_marks`, `p95_latency_all_s` ...), and a task'
 now hold connections (`peak_replica_connections` of `persistent-store-outage`); every
 other figure stayed as it was. Its printed tables were recorded again when an interval that
 would reach below what a metric can take came to be printed clipped ("0.50 (0.00 to 6.85)"),
-the JSON unchanged. A change to the model, the scenarios or the statistics
+the JSON unchanged. Its SSE + store figures were recorded again when a legacy user's
+session came to open through the balancer (`initialize` and its notification taking
+their turns of the round robin before the call), the other architectures' unchanged. A
+change to the model, the scenarios or the statistics
 that moves a number fails here. The printed table must match line for line; the JSON
 number for number, to 1e-9 relative (floats may round differently in their last digit).
 """

@@ -70,12 +70,14 @@ class HeldStream(Architecture):
         env = self.env
         client = self.params.client
         while True:
+            self.open_session(call)
             replica = self.take(call) or (yield from self.retry_until_taken(call))
             if replica is None:
                 self.finish(call, FAILED)
                 return
             outcome = yield from self.attempt(call, replica)
             if outcome == LOST:
+                call.session.opened = False  # the client opens a new session first
                 if call.restarts >= client.max_call_restarts:
                     self.finish(call, LOST)
                     return
@@ -230,6 +232,11 @@ class HeldStream(Architecture):
         """What the holding replica does before it sends the question: an event to wait
         for, or None (nothing, by default)."""
         return None
+
+    def open_session(self, call: Call) -> None:
+        """What the balancer sees of a user opening the call's session, before its
+        `tools/call`: nothing, by default (a sticky balancer sends the whole session,
+        `initialize` first, to one replica, as it does the call)."""
 
     def answer_post(self, call: Call) -> Generator[simpy.Event, object, Replica]:
         """The answer POST, served by the replica the balancer sends it to, which it

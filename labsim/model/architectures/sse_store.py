@@ -22,11 +22,32 @@ if TYPE_CHECKING:
     from labsim.model.cluster import Replica
 
 
+#: The requests that open a legacy session: `initialize`, then `notifications/initialized`.
+SESSION_REQUESTS = 2
+
+
 class SseStore(HeldStream):
     """Legacy elicitation with the answer relayed through a shared store (Redis)."""
 
     name = "sse-store"
     uses_store = True
+
+    def open_session(self, call: Call) -> None:
+        """A user without a session sends `initialize` and its notification first (each
+        arrival of an open-loop run is a user of its own). Behind a plain balancer each
+        takes its turn of the round robin and a connection on the replica it reaches, left
+        open for reuse: with two requests more per call the held streams land on the
+        replicas less evenly than if the round robin turned on the calls and answers
+        alone (measured live: docs/model.md). Their work, a request's overhead each, is
+        not modelled."""
+        session = call.session
+        if session.opened:
+            return
+        session.opened = True
+        for _ in range(SESSION_REQUESTS):
+            replica = self.take(call)
+            if replica is not None:
+                replica.release()
 
     def before_asking(self, call: Call) -> simpy.Event | None:
         """Subscribe to the call's answer channel before sending the question."""
