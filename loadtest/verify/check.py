@@ -26,6 +26,7 @@ from loadtest.config import LoadTestError
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.replica_load import ReplicaSampler
 from loadtest.scenarios.run import run_scenario
+from loadtest.verify.deployment_verdict import undecided
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
     LiveCase,
@@ -139,13 +140,33 @@ def check_architecture(
         entry["reason"] = "; ".join(unjudged)
         entry["verdict_held"] = None
         return entry
-    entry["held_at_n"] = at_n["live"]["meets"] == answer.meets
+    sizes = {"held_at_n": (at_n["live"], answer.fleet)}
     if "one_fewer" in entry:
-        entry["held_at_one_fewer"] = entry["one_fewer"]["live"]["meets"] == (
-            answer.one_fewer is not None and answer.one_fewer.meets
-        )
-    entry["verdict_held"] = entry["held_at_n"] and entry.get("held_at_one_fewer", True)
+        sizes["held_at_one_fewer"] = (entry["one_fewer"]["live"], answer.one_fewer)
+    judge_sizes(entry, sizes)
     return entry
+
+
+def judge_sizes(
+    entry: dict[str, Any], sizes: dict[str, tuple[dict[str, Any], FleetVerdict | None]]
+) -> None:
+    """Set in `entry` whether each size's live run (by its key: `held_at_n`, ...) bore out
+    the plan's verdict of it, and whether the verdict held over them; a size the plan left
+    undecided is not judged (None, and a note), and with none decided nothing is."""
+    undecided_sizes = []
+    for key, (live, said) in sizes.items():
+        why_not = undecided(said, live)
+        if why_not is not None:
+            undecided_sizes.append(why_not)
+            entry[key] = None
+        else:  # a size the plan has no verdict of, it said misses
+            entry[key] = live["meets"] == (said is not None and said.meets)
+    entry["notes"] = [*entry.get("notes", []), *undecided_sizes]
+    decided = [entry[key] for key in sizes if entry[key] is not None]
+    if not decided:
+        entry.update(judged=False, reason="; ".join(undecided_sizes), verdict_held=None)
+        return
+    entry["verdict_held"] = all(decided)
 
 
 def live_run(

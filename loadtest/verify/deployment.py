@@ -36,7 +36,7 @@ from labsim.study.constraints import Limits
 from labsim.study.plan import FleetVerdict, Plan
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.target import Auth, TargetError, discover
-from loadtest.verify.deployment_verdict import constraint_states, held, unseen_miss
+from loadtest.verify.deployment_verdict import constraint_states, held, undecided, unseen_miss
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import open_calls, warmup_s
 from loadtest.verify.live_verdict import LiveRun, judge_run
@@ -329,12 +329,14 @@ def _entry(
         return entry
     entry["held_at_n"] = held(entry["live"], said)
     if "one_fewer" in entry:
+        fewer_live = entry["one_fewer"]["live"]
         fewer_said = planned_at(plan, arch, entry["one_fewer"]["replicas"])
-        entry["held_at_one_fewer"] = held(entry["one_fewer"]["live"], fewer_said)
+        entry["held_at_one_fewer"] = held(fewer_live, fewer_said)
         if entry["held_at_one_fewer"] is None and fewer_said is not None:
-            entry["notes"].append(unseen_miss(fewer_said))
+            entry["notes"].append(undecided(fewer_said, fewer_live) or unseen_miss(fewer_said))
     if entry["held_at_n"] is None and said is not None:
-        entry.update(judged=False, reason=unseen_miss(said), verdict_held=None)
+        reason = undecided(said, entry["live"]) or unseen_miss(said)
+        entry.update(judged=False, reason=reason, verdict_held=None)
         return entry
     entry["verdict_held"] = entry["held_at_n"] and entry.get("held_at_one_fewer") is not False
     return entry

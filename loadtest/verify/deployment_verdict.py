@@ -47,8 +47,9 @@ def constraint_states(broke: list[str], metrics_seen: bool, refused: int) -> dic
 
 def held(live: dict[str, Any], said: FleetVerdict | None) -> bool | None:
     """Whether a run bore out what the plan said of its size: None when the plan said
-    nothing of it, or said it misses only on constraints the run could not see."""
-    if said is None:
+    nothing of it, left it undecided (`undecided`), or said it misses only on constraints
+    the run could not see."""
+    if said is None or said.marginal:
         return None
     if live["meets"] == said.meets:
         return True
@@ -56,6 +57,23 @@ def held(live: dict[str, Any], said: FleetVerdict | None) -> bool | None:
     if live["meets"] and said.broke and set(said.broke) <= unseen:
         return None
     return False
+
+
+def undecided(said: FleetVerdict | None, live: dict[str, Any]) -> str | None:
+    """Why a run at a size the plan left undecided is not judged, or None if it decided.
+
+    A plan calls a size marginal when, after the most replications it allows, its runs
+    still disagree (some met everything, some broke a limit) or a 95% interval holds the
+    SLO's figure: it then says neither that the size meets nor that it misses, and a live
+    run that met bears it out no more than one that missed.
+    """
+    if said is None or not said.marginal:
+        return None
+    return (
+        f"{said.replicas} replicas: the plan left them undecided (marginal after "
+        f"{said.replications} replications: its runs disagree, or an interval holds the "
+        f"SLO's figure); live {'met' if live['meets'] else 'missed'}: not judged"
+    )
 
 
 def unseen_miss(said: FleetVerdict) -> str:

@@ -21,10 +21,13 @@ import pytest
 from labsim.model.service_time import ServiceTime
 from labsim.model.tools import SimTool, target_tool
 from labsim.study.constraints import Limits
+from labsim.study.plan import Plan
 from loadtest.__main__ import build_parser
 from loadtest.cli.runs import config_from
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.users.simulated_user import tool_arguments
+from loadtest.verify.check import judge_sizes
+from loadtest.verify.deployment_verdict import held
 from loadtest.verify.hosting import Hosting
 from loadtest.verify.live_case import (
     cpu_cores_needed,
@@ -359,3 +362,47 @@ def test_the_cpu_a_plan_needs_counts_each_tools_rounds_and_own_work(plan_documen
     measured = parse_plan(_with_measured_tool(plan_document, heavy, 1.0))
     whole_ms = 20 + overhead_ms(measured)
     assert cpu_cores_needed(measured, 10) == pytest.approx(10 * 3 * whole_ms / 1e3)
+
+
+def test_a_size_the_plan_left_undecided_is_reported_but_not_judged(plan_document: dict) -> None:
+    answer = Plan.from_json(plan_document).architectures["mrtr"]
+    assert answer.fleet is not None and answer.one_fewer is not None
+    fleet = dataclasses.replace(answer.fleet, marginal=False)
+    fewer = dataclasses.replace(answer.one_fewer, marginal=False)
+    assert fleet.meets and not fewer.meets
+    meets, misses = {"meets": True}, {"meets": False}
+    undecided_fewer = dataclasses.replace(fewer, marginal=True)
+
+    def judged(at_n: dict, one_fewer: dict | None, said_fewer: Any = fewer) -> dict[str, Any]:
+        entry: dict[str, Any] = {"notes": ["before"]}
+        sizes = {"held_at_n": (at_n, fleet)}
+        if one_fewer is not None:
+            sizes["held_at_one_fewer"] = (one_fewer, said_fewer)
+        judge_sizes(entry, sizes)
+        return entry
+
+    # Decided: the live runs bear the plan out, or not.
+    entry = judged(meets, meets)
+    assert (entry["held_at_n"], entry["held_at_one_fewer"], entry["verdict_held"]) == (
+        True,
+        False,
+        False,
+    )
+    assert judged(meets, misses)["verdict_held"] is True
+
+    # Undecided one fewer: met or missed live, it is a note, and the fleet's verdict stands.
+    for live in (meets, misses):
+        entry = judged(meets, live, undecided_fewer)
+        assert (entry["held_at_one_fewer"], entry["verdict_held"]) == (None, True)
+        assert entry["notes"][0] == "before" and "left them undecided" in entry["notes"][1]
+    assert judged(misses, meets, undecided_fewer)["verdict_held"] is False
+
+    # Nothing decided: nothing judged.
+    entry = {}
+    judge_sizes(entry, {"held_at_n": (meets, dataclasses.replace(fleet, marginal=True))})
+    assert entry["judged"] is False and entry["verdict_held"] is None
+    assert "marginal after" in entry["reason"]
+
+    # A deployment's check says the same of an undecided size.
+    assert held(misses | {"constraints": {}}, undecided_fewer) is None
+    assert held(misses | {"constraints": {}}, fewer) is True

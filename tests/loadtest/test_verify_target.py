@@ -177,10 +177,11 @@ def test_a_plans_miss_on_what_the_run_could_not_see_is_neither_borne_out_nor_con
     unseen = constraint_states([], metrics_seen=False, refused=0)
     seen = constraint_states([], metrics_seen=True, refused=0)
     live = {"meets": True, "constraints": unseen}
-    missed_on_cpu = SimpleNamespace(replicas=1, meets=False, broke=("cpu",))
-    missed_on_latency = SimpleNamespace(replicas=1, meets=False, broke=("latency",))
+    missed_on_cpu = SimpleNamespace(replicas=1, meets=False, broke=("cpu",), marginal=False)
+    missed_on_latency = SimpleNamespace(replicas=1, meets=False, broke=("latency",), marginal=False)
     assert held(live, missed_on_cpu) is None  # type: ignore[arg-type]
     assert held({"meets": True, "constraints": seen}, missed_on_cpu) is False  # type: ignore[arg-type]
     assert held(live, missed_on_latency) is False  # type: ignore[arg-type]
-    assert held(live, SimpleNamespace(replicas=2, meets=True, broke=())) is True  # type: ignore[arg-type]
+    met = SimpleNamespace(replicas=2, meets=True, broke=(), marginal=False)
+    assert held(live, met) is True  # type: ignore[arg-type]
     assert held(live, None) is None
