@@ -25,9 +25,9 @@ such work runs elsewhere:
   job to an idle worker's pipe and is woken by its answer, as by a socket. The standard
   library's process pool moves every job through two threads of the replica (a manager
   and a queue feeder), and each of them takes the interpreter's lock from the loop at
-  every hand-off: with an attacker's four calls handing over slices of 10 ms, legitimate
-  users of `get_weather`, which never touches the pool, saw a p95 4.6 times their quiet
-  one (`docs/hardening.md`).
+  every hand-off: with an attacker's four `crunch` calls handing over slices of 10 ms,
+  legitimate users of `get_weather`, which never touches the pool, saw a p95 4.6 times
+  their quiet one (`docs/hardening.md`).
 - **small work first**: a worker has one job at a time and the pool keeps the rest,
   cheapest first (each job says its `cost_ms`; equal costs in their order of arrival),
   so a 2 ms quote waits for the slice a worker is on, not behind every slice queued

@@ -47,20 +47,22 @@ def test_small_work_goes_before_large_work_that_came_first() -> None:
 
 def test_hand_offs_start_no_thread_in_the_replica() -> None:
     pool = _pool(workers=2)
+    before = set(threading.enumerate())  # other tests' threads in this process
 
-    def others() -> list[str]:
-        """Threads but the main one and the loop's default executor (which started the
+    def started_since() -> list[str]:
+        """Threads started since, but the loop's default executor's (which starts the
         workers)."""
-        main = threading.main_thread()
-        return [t.name for t in threading.enumerate() if t is not main and "asyncio" not in t.name]
+        return [
+            t.name for t in threading.enumerate() if t not in before and "asyncio" not in t.name
+        ]
 
     async def scenario() -> list[str]:
         jobs = [pool.run(time.sleep, 0.01, cost_ms=10.0) for _ in range(20)]
         running = asyncio.gather(*jobs)
         await asyncio.sleep(0.05)
-        seen = others()
+        seen = started_since()
         await running
-        return seen + others()
+        return seen + started_since()
 
     try:
         seen = asyncio.run(scenario())
