@@ -268,7 +268,6 @@ def busy_core(host: str, port: int, seconds: float, sockets: int, report: Attack
         spinner.start()
     for spinner in spinners:
         spinner.join()
-    report.sent = 0
 
 
 RUNS = {

@@ -124,7 +124,7 @@ class _Worker:
         )
         self.process.start()
         theirs.close()  # the worker's end lives in the worker only
-        self.pid: int = self.pipe.recv()  # blocks until the modules are imported
+        self.pipe.recv()  # its pid, once its modules are imported: ready
         #: The job's answer to come, and the loop that waits for it; None when idle.
         self.answer: asyncio.Future[Any] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
