@@ -90,7 +90,8 @@ SHARED_GROUPS = {
 #: beside another notebook's run it hung 5 times in 14, waiting on a cell the
 #: kernel had run (the reply never read; alone, never seen). And the README's idle-timeout
 #: finding, whose few users must start the dozen calls its words need: beside Run All of
-#: the notebooks they started 7.
+#: the notebooks they started 7. And the health check beside four CPU-heavy calls: beside
+#: the rest of the first pass, one check of many took 0.61 s.
 SERIAL_FILES = {
     "loadtest/test_attack_soak.py",
     "loadtest/test_calibrate.py",
@@ -98,6 +99,7 @@ SERIAL_FILES = {
     "loadtest/test_measure.py",
     "notebooks/test_assignments.py",
     "server/test_abandoned_waits.py",
+    "server/test_cpu_work.py",
     "server/test_replica_totals.py",
     "test_readme_findings.py",
 }
