@@ -54,6 +54,10 @@ class Schedule:
     def tick(self) -> tuple[int, float] | None:
         raise NotImplementedError
 
+    def next_tick_s(self) -> float:
+        """Seconds until the schedule may change (a shape asked each second: a second)."""
+        return 1.0
+
 
 class LabShape(Schedule):
     """A shape of the lab's: users over the run's time, from its settings."""

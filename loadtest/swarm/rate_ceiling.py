@@ -8,6 +8,12 @@ it; it holds when their p95 latency is within the SLO and their share of failed 
 calls at most the maximum (a step in which no call was answered holds: none missed it).
 The ceiling is the rate of the last step that held before the first that broke.
 
+The search judges a step as it runs by the same rule, `settle_s` after the step's end (the
+SLO's p95 and a quarter of a second for the last answers to reach the master), the rate
+held until then: a call of the step still running by then is over the SLO already. The
+report judges each step again with every call counted; the two differ only when calls still
+running at the judgement end up tipping the step, and the report says so.
+
 With `--confirm-breaks`, a step that breaks is run once more at its rate, and the search
 stops only when that repeat breaks too: on a shared machine one stall of a few hundred
 milliseconds (a neighbour's burst, a collection) can put a step's p95 over the SLO well
@@ -38,6 +44,9 @@ REPLICA_READ_EVERY_S = 0.5
 #: Steps whose busy time per round is the service time of a round near the knee: the step
 #: that broke and the two before it.
 KNEE_STEPS = 3
+#: Seconds past the SLO's p95 a step's judgement waits after its end, for the answers of
+#: its last calls to reach the master.
+SETTLE_MARGIN_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -62,6 +71,12 @@ class CeilingSearch:
     def rate_of(self, step: int) -> float:
         """The rate of step `step` (1 the first)."""
         return round(self.rate_step_per_s * self.streams_of(step), 6)
+
+    @property
+    def settle_s(self) -> float:
+        """Seconds after a step's end at which it is judged as the search runs: a call of
+        the step not answered by then took longer than the SLO's p95 (at most half a step)."""
+        return min(self.slo_p95_ms / 1e3 + SETTLE_MARGIN_S, self.step_s / 2)
 
 
 class ReplicaTime(NamedTuple):
@@ -134,9 +149,12 @@ def ceiling_search(config: LoadTestConfig, plan: SwarmPlan) -> CeilingSearch:
 
 class RateSteps(Schedule):
     """Arrival streams of `rate_step_per_s` each, one more every `step_s`: `tick()` gives
-    the streams of the current step, None after the last or once `broken()` says the step
-    just ended broke the SLO (with `confirm_breaks`, once a step and its repeat at the same
-    rate both broke). `streams` holds each step's streams, the first step's first."""
+    the streams of the current step, None after the last or once `broken()` says a step
+    broke the SLO (with `confirm_breaks`, once a step and its repeat at the same rate both
+    broke). A step is judged `settle_s` after its end, the rate held until then. `streams`
+    holds each step's streams, the first step's first; `last_step` is the step the search
+    ended with (the one that broke, or the last begun), `stopped_on_break` whether a break
+    ended it."""
 
     def __init__(self, search: CeilingSearch, broken: Any = None) -> None:
         super().__init__()
@@ -144,19 +162,29 @@ class RateSteps(Schedule):
         self.broken = broken or (lambda step: False)
         self.judged = 0
         self.streams = [search.first_streams]
-        self._stopped = False
+        self.last_step = 1
+        self.stopped_on_break = False
 
     def step_at(self, t_s: float) -> int:
         return 1 + int(t_s // self.search.step_s)
 
     def tick(self) -> tuple[int, float] | None:
-        step = self.step_at(self.get_run_time())
-        while not self._stopped and self.judged < step - 1:
+        now = self.get_run_time()
+        while not self.stopped_on_break and self.judged < self.step_at(now - self.search.settle_s) - 1:
             self._judge_next()
-        if self._stopped or step > self.search.max_steps:
+        step = self.step_at(now)
+        if self.stopped_on_break or step > self.search.max_steps:
             return None
-        streams = self.streams[step - 1]
+        self.last_step = step
+        streams = self.streams[min(step, self.judged + 1) - 1]
         return streams, float(streams)
+
+    def next_tick_s(self) -> float:
+        """Seconds to the next step's start or the next judgement, whichever comes first."""
+        now, step_s = self.get_run_time(), self.search.step_s
+        to_step = step_s - now % step_s
+        to_judgement = step_s - (now - self.search.settle_s) % step_s
+        return min(to_step, to_judgement)
 
     def _judge_next(self) -> None:
         """Judge the step after the last judged, and choose the streams of the one after."""
@@ -169,7 +197,8 @@ class RateSteps(Schedule):
         if self.search.confirm_breaks and not repeat:
             self.streams.append(ended)  # once more at the same rate
         else:
-            self._stopped = True
+            self.stopped_on_break = True
+            self.last_step = self.judged
 
 
 def step_figures(
@@ -204,7 +233,7 @@ def step_figures(
         "p95_ms": p95,
         "error_share": share,
         # A step without a completed call holds on its errors alone: none was slow (a
-        # low rate's few arrivals may all fall in the next step), as `ended_broke` judges.
+        # low rate's few arrivals may all fall in the next step), as the search judges as it runs.
         "held": (p95 is None or p95 <= search.slo_p95_ms) and share <= search.max_error_share,
     }
     if readings is not None:
@@ -213,17 +242,12 @@ def step_figures(
     return row
 
 
-def ended_broke(search: CeilingSearch, calls: list[dict[str, Any]], begin: float) -> bool:
-    """Whether the calls that ended in the step beginning at `begin` break the SLO: what
-    is known while the run goes on (calls still running are not)."""
-    mine = [c for c in calls if begin <= c["ended"] < begin + search.step_s]
-    answered = [c for c in mine if c["outcome"] != "abandoned"]
-    if not answered:
-        return False
-    completed = [c["latency_ms"] for c in answered if c["outcome"] == "completed"]
-    share = error_share(len(answered) - len(completed), 0, len(answered))
-    p95 = percentiles_ms(completed)["p95"]
-    return share > search.max_error_share or p95 is None or p95 > search.slo_p95_ms
+def known_broke(
+    search: CeilingSearch, calls: list[dict[str, Any]], started: float, step: int
+) -> bool:
+    """Whether step `step` broke the SLO by the calls answered so far: the report's rule
+    (`step_figures`) on what is known while the run goes on."""
+    return not step_figures(search, calls, started, step)["held"]
 
 
 def ceiling(
@@ -233,12 +257,14 @@ def ceiling(
     steps: int,
     readings: list[ReplicaTime] | None = None,
     streams: list[int] | None = None,
+    stopped_at_step: int | None = None,
 ) -> dict[str, Any]:
     """The search's outcome: each step run with its figures, and the ceiling, the rate of
     the last step that held before the first that broke (None when the first broke); with
     `confirm_breaks`, a step that broke and whose repeat at the same rate held
     (`unconfirmed_breaks`) does not end the search. `streams` are the steps' arrival
-    streams as `RateSteps` ran them (by default one more each step).
+    streams as `RateSteps` ran them (by default one more each step), `stopped_at_step` the
+    step whose break, as judged while the run went on, ended the search (None: it ran on).
     With the replicas' `readings`, the service time of a round on them: their busy time
     per round near the knee, over the step that broke and the `KNEE_STEPS` - 1 before it
     (the last steps, when none broke). A round's CPU drifts as a shared machine's other
@@ -271,11 +297,38 @@ def ceiling(
         **found,
         "ceiling_rate_per_s": held,
         "broke_at_step": broke,
+        "search_stopped_at_step": stopped_at_step,
+        "settle_s": search.settle_s,
         "unconfirmed_breaks": unconfirmed,
         "slo_p95_ms": search.slo_p95_ms,
         "max_error_share": search.max_error_share,
         "steps": rows,
     }
+
+
+def _judgement_lines(found: dict[str, Any]) -> list[str]:
+    """Where the search stopped, when that is not where the report finds the first break:
+    the search judged each step by the answers it had `settle_s` after the step's end, and
+    a call still running then may tip the step either way once it is answered."""
+    broke, stopped = found.get("broke_at_step"), found.get("search_stopped_at_step")
+    settle = f"{found.get('settle_s', 0):g} s"
+    if broke is None and stopped is None:
+        return ["no step broke the SLO: the ceiling is above the last rate tried (--max-steps)"]
+    if broke is None:
+        return [
+            f"the search stopped at step {stopped}, broken by its calls answered within "
+            f"{settle} of its end; with its later answers it held: the ceiling is at least "
+            "the rate above"
+        ]
+    rows = found["steps"]
+    repeated = broke < len(rows) and rows[broke]["rate_per_s"] == rows[broke - 1]["rate_per_s"]
+    last = rows[-1]["step"]
+    if last > broke + repeated:  # the break's repeat, when confirming, is the search's end
+        return [
+            f"step {broke} broke once its last calls were answered; judged {settle} after "
+            f"its end it had held, and the search ran on to step {last}"
+        ]
+    return []
 
 
 def _repeat_held(search: CeilingSearch, rows: list[dict[str, Any]], index: int) -> bool:
@@ -316,10 +369,7 @@ def ceiling_lines(found: dict[str, Any]) -> list[str]:
         if rate is not None
         else f"ceiling: none; the first step broke ({slo})"
     )
-    if found.get("broke_at_step") is None:
-        lines.append(
-            "no step broke the SLO: the ceiling is above the last rate tried (--max-steps)"
-        )
+    lines += _judgement_lines(found)
     if found.get("replica_busy_ms_per_round") is not None:
         where = (
             f"the last {KNEE_STEPS} steps, none broke"

@@ -318,12 +318,13 @@ def _run_headless(
     if plan.fault:  # the run's scenario is the fault injected on cue
         summary["scenario"] = plan.fault
     if plan.find_ceiling:
-        steps, streams = 1, None
+        steps, streams, stopped = 1, None, None
         if isinstance(shape, RateSteps):
-            steps, streams = min(max(shape.judged, 1), plan.max_steps), shape.streams
+            steps, streams = shape.last_step, shape.streams
+            stopped = shape.last_step if shape.stopped_on_break else None
         search = ceiling_search(config, plan)
         readings = [ReplicaTime(*s) for s in meter.samples] if meter is not None else None
-        summary.update(ceiling(search, calls.calls, started, steps, readings, streams))
+        summary.update(ceiling(search, calls.calls, started, steps, readings, streams, stopped))
     summary["workers"] = len(swarm.worker_ids)
     summary["per_worker"] = calls.completed_by_worker(swarm.worker_ids)
     return summary

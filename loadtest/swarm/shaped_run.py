@@ -17,7 +17,7 @@ from locust import LoadTestShape
 from loadtest.config import LoadTestConfig, LoadTestError
 from loadtest.swarm.load_shapes import Schedule, ShapeSettings, shape_of
 from loadtest.swarm.plan import SwarmPlan
-from loadtest.swarm.rate_ceiling import RateSteps, ceiling_search, ended_broke
+from loadtest.swarm.rate_ceiling import RateSteps, ceiling_search, known_broke
 
 #: How often the shape is asked (s), as Locust's shape worker asks.
 TICK_S = 1.0
@@ -42,13 +42,13 @@ def shape_for(
     calls: Callable[[], list[dict[str, Any]]],
 ) -> Schedule | None:
     """The run's shape, or None for a run of fixed load. The ceiling's steps stop once the
-    calls that ended in a step (`calls()`, from the run's start `started()`) broke the SLO."""
+    calls that started in a step (`calls()`, from the run's start `started()`) broke the SLO
+    by what is known of them a moment after its end."""
     if plan.find_ceiling:
         search = ceiling_search(config, plan)
 
         def broken(step: int) -> bool:
-            begin = started() + (step - 1) * search.step_s
-            return ended_broke(search, calls(), begin)
+            return known_broke(search, calls(), started(), step)
 
         return RateSteps(search, broken)
     if plan.shape:
@@ -102,4 +102,4 @@ def drive(runner: Any, schedule: Schedule, stop: Event) -> None:
             users, spawn_rate = now[0], now[1]
             runner.start(users, spawn_rate)
             last = now
-        stop.wait(TICK_S)
+        stop.wait(min(TICK_S, max(schedule.next_tick_s(), 0.01)))

@@ -170,7 +170,8 @@ def test_a_search_from_a_start_rate_adds_its_streams_to_the_first_steps() -> Non
     for t in range(7):
         steps.get_run_time = lambda t=t: float(t)
         ticks.append(steps.tick())
-    assert ticks == [(4, 4.0)] * 2 + [(5, 5.0)] * 2 + [(6, 6.0)] * 2 + [None]
+    # Each step's streams begin once the step before is judged, a moment after its end.
+    assert ticks == [(4, 4.0)] * 3 + [(5, 5.0)] * 2 + [(6, 6.0)] + [None]
     assert ceiling_search(config, SwarmPlan(find_ceiling=True)).rate_of(1) == 1.5
 
 

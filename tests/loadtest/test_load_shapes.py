@@ -56,18 +56,47 @@ SEARCH = CeilingSearch(
 
 def test_the_ceilings_steps_add_one_stream_each_step_until_the_last() -> None:
     steps = RateSteps(SEARCH)
-    assert [t if t is None else t[0] for t in schedule(steps, 21)] == [1] * 5 + [2] * 5 + [
+    # Each step is judged `settle_s` (0.35 s) after its end: the tick at its end still
+    # gives its streams, the next the next step's.
+    assert [t if t is None else t[0] for t in schedule(steps, 21)] == [1] * 6 + [2] * 5 + [
         3
-    ] * 5 + [4] * 5 + [None]
+    ] * 5 + [4] * 4 + [None]
     assert [SEARCH.rate_of(k) for k in (1, 2, 3, 4)] == [2.0, 4.0, 6.0, 8.0]
+    assert steps.last_step == 4 and not steps.stopped_on_break
+
+
+def ticks_at(steps: RateSteps, times: list[float]) -> list[Any]:
+    ticks = []
+    for t in times:
+        steps.get_run_time = lambda t=t: t
+        ticks.append(steps.tick())
+    return ticks
+
+
+def test_a_step_is_judged_once_its_calls_have_had_the_slos_time_to_answer() -> None:
+    judged: list[float] = []
+    clock = {"t": 0.0}
+    steps = RateSteps(SEARCH, broken=lambda step: judged.append(clock["t"]) or False)
+    assert SEARCH.settle_s == pytest.approx(0.35)
+    for t in (4.9, 5.0, 5.34):
+        clock["t"] = t
+        assert ticks_at(steps, [t]) == [(1, 1.0)] and judged == []
+    clock["t"] = 5.35
+    assert ticks_at(steps, [5.35]) == [(2, 2.0)] and judged == [5.35]
+    # The search is asked again at the next step's start or judgement, whichever is first.
+    steps.get_run_time = lambda: 6.0
+    assert steps.next_tick_s() == pytest.approx(4.0)
+    steps.get_run_time = lambda: 10.1
+    assert steps.next_tick_s() == pytest.approx(0.25)
 
 
 def test_the_ceilings_steps_stop_after_the_first_that_broke() -> None:
     judged: list[int] = []
     steps = RateSteps(SEARCH, broken=lambda step: judged.append(step) or step == 2)
     ticks = schedule(steps, 15)
-    assert ticks[:10] == [(1, 1.0)] * 5 + [(2, 2.0)] * 5 and ticks[10] is None
+    assert ticks[:11] == [(1, 1.0)] * 6 + [(2, 2.0)] * 5 and ticks[11] is None
     assert judged == [1, 2] and steps.judged == 2
+    assert steps.last_step == 2 and steps.stopped_on_break
 
 
 CONFIRMING = dataclasses.replace(SEARCH, max_steps=6, confirm_breaks=True)
@@ -76,21 +105,21 @@ CONFIRMING = dataclasses.replace(SEARCH, max_steps=6, confirm_breaks=True)
 def test_a_step_that_breaks_once_runs_again_at_its_rate_and_the_search_goes_on() -> None:
     steps = RateSteps(CONFIRMING, broken=lambda step: step == 2)
     ticks = [t if t is None else t[0] for t in schedule(steps, 31)]
-    assert ticks == [1] * 5 + [2] * 5 + [2] * 5 + [3] * 5 + [4] * 5 + [5] * 5 + [None]
+    assert ticks == [1] * 6 + [2] * 5 + [2] * 5 + [3] * 5 + [4] * 5 + [5] * 4 + [None]
     assert steps.streams[:6] == [1, 2, 2, 3, 4, 5]
 
 
 def test_a_break_confirmed_by_its_repeat_stops_the_search() -> None:
     steps = RateSteps(CONFIRMING, broken=lambda step: step in (2, 3))
     ticks = [t if t is None else t[0] for t in schedule(steps, 20)]
-    assert ticks[:15] == [1] * 5 + [2] * 5 + [2] * 5 and ticks[15] is None
-    assert steps.judged == 3
+    assert ticks[:16] == [1] * 6 + [2] * 5 + [2] * 5 and ticks[16] is None
+    assert steps.judged == 3 and steps.last_step == 3
 
 
 def test_without_confirming_the_first_break_stops_the_search() -> None:
     steps = RateSteps(SEARCH, broken=lambda step: step == 2)
     ticks = schedule(steps, 15)
-    assert ticks[10] is None and steps.streams == [1, 2]
+    assert ticks[11] is None and steps.streams == [1, 2]
 
 
 def call(started: float, latency_ms: float, outcome: str = "completed") -> dict[str, Any]:
@@ -113,7 +142,30 @@ def test_the_ceiling_is_the_last_step_that_held_before_the_first_that_broke() ->
         "step": 2, "rate_per_s": 4.0, "started": 20, "completed": 20, "failed": 0, "lost": 0,
         "p95_ms": 60.0, "error_share": 0.0, "held": True,
     }  # fmt: skip
-    assert "ceiling: 4 calls/s" in ceiling_lines(found)[-1]
+    lines = ceiling_lines(found)
+    assert "ceiling: 4 calls/s" in lines[-2]
+    assert lines[-1] == (
+        "step 3 broke once its last calls were answered; judged 0.35 s after its end it had "
+        "held, and the search ran on to step 4"
+    )
+    # Where the search stopped at the break, as it does when it knew, nothing more is said.
+    at_break = ceiling(SEARCH, calls[:55], t0, 3, stopped_at_step=3)
+    assert ceiling_lines(at_break)[-1] == "ceiling: 4 calls/s (p95 <= 100 ms, errors <= 0.01)"
+
+
+def test_a_search_stopped_by_a_step_that_held_once_every_answer_was_in_says_so() -> None:
+    """The search judged step 2 broken by what it had 0.35 s after its end; its later
+    answers tip it back: the report keeps the step's rate as the ceiling, no more."""
+    t0 = 1000.0
+    calls = [call(t0 + i * 0.25, 40) for i in range(40)]
+    found = ceiling(SEARCH, calls, t0, 2, stopped_at_step=2)
+    assert found["broke_at_step"] is None and found["ceiling_rate_per_s"] == 4.0
+    lines = ceiling_lines(found)
+    assert not any("above the last rate tried" in line for line in lines), lines
+    assert lines[-1] == (
+        "the search stopped at step 2, broken by its calls answered within 0.35 s of its "
+        "end; with its later answers it held: the ceiling is at least the rate above"
+    )
 
 
 def test_a_break_whose_repeat_held_is_not_the_ceiling_and_a_confirmed_one_is() -> None:
