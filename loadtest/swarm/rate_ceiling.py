@@ -170,7 +170,8 @@ class RateSteps(Schedule):
 
     def tick(self) -> tuple[int, float] | None:
         now = self.get_run_time()
-        while not self.stopped_on_break and self.judged < self.step_at(now - self.search.settle_s) - 1:
+        settled = self.step_at(now - self.search.settle_s) - 1  # steps judged by now
+        while not self.stopped_on_break and self.judged < settled:
             self._judge_next()
         step = self.step_at(now)
         if self.stopped_on_break or step > self.search.max_steps:
