@@ -4,7 +4,9 @@ spoils its replies in one way, chosen by the first part of the path
 
     trickle      every reply's head, then its body a byte every half second
     empty-enum   `tools/list` lists each tool with an argument whose enum is empty
-    inf-metrics  `/metrics` says `process_resident_memory_bytes +Inf`
+    inf-metrics  `/metrics` says `process_resident_memory_bytes +Inf` (and each
+                 `tools/call` answers 20 ms late, so that its rounds stand out from a
+                 ping's however busy the machine, and `measure` reaches `/metrics`)
     string-error `tools/call` answers an `error` that is a string
     not-json     `tools/call` answers a body that is not JSON
 """
@@ -25,6 +27,8 @@ from server.harness.process import free_port, wait_until_healthy
 from tests.server.conftest import make_config
 
 MODES = ("trickle", "empty-enum", "inf-metrics", "string-error", "not-json")
+#: What inf-metrics adds to each tool call's answer (s).
+SLOW_CALL_S = 0.02
 
 
 def _spoiled(mode: str, request: dict[str, Any], body: bytes) -> bytes:
@@ -76,6 +80,8 @@ class Hostile:
         async def keep(message: dict[str, Any]) -> None:
             nonlocal streams
             if message["type"] == "http.response.start":
+                if mode == "inf-metrics" and b'"tools/call"' in b"".join(chunks):
+                    await asyncio.sleep(SLOW_CALL_S)
                 start.update(message)
                 kind = dict(message.get("headers", [])).get(b"content-type", b"")
                 streams = kind.startswith(b"text/event-stream") and mode != "trickle"
