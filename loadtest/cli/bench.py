@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from loadtest.cli.options import add_json_option, command_options, write_json
-from loadtest.soak.attacks import ATTACKS
+from loadtest.soak.attacks import ATTACKER_NICE, ATTACKS
 
 
 def add_commands(commands: Any) -> None:
@@ -140,6 +140,16 @@ def _add_soak(commands: Any) -> None:
         "subscribing sessions, 520 principals' waits, 2 threads of Lab forgeries, and for "
         "the control busy-core, 1 spinning process)",
     )
+    options.add_argument(
+        "--attacker-nice",
+        type=int,
+        choices=range(0, 20),
+        default=ATTACKER_NICE,
+        metavar="N",
+        help="the attack's CPU priority, 0 (the users' own) to 19 (the lowest, as if it ran "
+        "on a machine of its own; on this one it shares the users' cores) (default: "
+        "%(default)s)",
+    )
     add_json_option(options, "write the report here")
     soak.set_defaults(run=run_soak)
 
@@ -212,7 +222,13 @@ def _run_attack_soak(args: argparse.Namespace) -> int:
 
     attacks = list(ATTACKS) if "all" in args.attack else list(dict.fromkeys(args.attack))
     sizes = {name: args.attack_sockets for name in attacks} if args.attack_sockets else None
-    report = run_attack_soak(attacks, users=args.clients, duration_s=args.duration_s, sockets=sizes)
+    report = run_attack_soak(
+        attacks,
+        users=args.clients,
+        duration_s=args.duration_s,
+        sockets=sizes,
+        attacker_nice=args.attacker_nice,
+    )
     write_json(report.as_dict(), args.json)
     print_attack_soak(report)
     return 0 if report.failed == 0 else 1

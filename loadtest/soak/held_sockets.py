@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from loadtest.soak.attacker import connect
-from loadtest.soak.status_line import status_of
+from loadtest.soak.status_line import answer_of
 
 #: How often a dripping socket sends its next bytes.
 DRIP_EVERY_S = 0.25
@@ -79,10 +79,10 @@ def hold(
                 sock = key.fileobj
                 assert isinstance(sock, socket.socket)
                 try:
-                    first = sock.recv(64)
+                    first = sock.recv(4096)  # the answer's head, or most of it
                 except OSError:
                     first = b""
-                report.answers[status_of(first)] += 1
+                report.answers[answer_of(first)] += 1
                 selector.unregister(sock)
                 index = index_of.pop(sock)
                 sock.close()

@@ -40,7 +40,7 @@ import httpx
 from loadtest.config import LoadTestConfig
 from loadtest.harness.cluster import Cluster
 from loadtest.probes.held_per_principal import hoard
-from loadtest.soak.attacks import DEFAULT_SOCKETS, AttackProcess
+from loadtest.soak.attacks import ATTACKER_NICE, DEFAULT_SOCKETS, AttackProcess
 from loadtest.soak.lab_door import LabDoor
 from server.client import Handlers, McpError, MrtrClient, accept
 from server.harness.process import ServerProcess, raise_file_limit
@@ -277,6 +277,8 @@ class AttackSoakReport:
 
     users: int
     duration_s: float
+    #: The attacker's CPU priority (niceness) it ran at.
+    attacker_nice: int = 0
     phases: list[Phase] = field(default_factory=list)
 
     @property
@@ -289,6 +291,7 @@ class AttackSoakReport:
         return {
             "users": self.users,
             "duration_s": self.duration_s,
+            "attacker_nice": self.attacker_nice,
             "phases": [phase.as_dict(quiet) for phase in self.phases],
         }
 
@@ -305,14 +308,16 @@ def run_attack_soak(
     duration_s: float = 10.0,
     sockets: dict[str, int] | None = None,
     pause_s: float = 0.02,
+    attacker_nice: int = ATTACKER_NICE,
 ) -> AttackSoakReport:
     """Start a cluster; its users quiet for `duration_s`, then beside each attack in turn
-    (with `sockets` of it, by default the sizes that took a replica down); stop everything."""
+    (with `sockets` of it, by default the sizes that took a replica down; its process at
+    CPU priority `attacker_nice`); stop everything."""
     sizes = {**DEFAULT_SOCKETS, **(sockets or {})}
     config = LoadTestConfig(
         arch="mrtr", replicas=2, tool_mix={"get_weather": 1.0, "provision_vm": 1.0}
     )
-    report = AttackSoakReport(users, duration_s)
+    report = AttackSoakReport(users, duration_s, attacker_nice)
     with Cluster(config) as cluster:
         tokens: list[str | None] = [
             cluster.user_headers()["Authorization"].removeprefix("Bearer ") for _ in range(users)
@@ -331,6 +336,7 @@ def run_attack_soak(
                         seconds=ATTACK_RAMP_S + duration_s,
                         sockets=sizes[name],
                         secret=cluster.jwt_secret,
+                        nice=attacker_nice,
                     )
                     attack.wait_ready()
                     time.sleep(ATTACK_RAMP_S)
@@ -360,7 +366,8 @@ def print_attack_soak(report: AttackSoakReport) -> None:
     """The phases side by side: legitimate calls served, failed, p50, p95, p95 vs quiet."""
     print(
         f"attack soak: {report.users} legitimate users through HAProxy (two replicas), "
-        f"{report.duration_s:g} s per phase"
+        f"{report.duration_s:g} s per phase; the attacker at niceness {report.attacker_nice}"
+        + (" (the lowest CPU priority, as on a machine of its own)" if report.attacker_nice else "")
     )
     print(
         f"{'phase':16} {'served':>7} {'failed':>7} {'p50 ms':>8} {'p95 ms':>8} "
