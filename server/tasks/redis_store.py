@@ -59,6 +59,13 @@ return 1
 """
 
 
+#: Connections a replica keeps to the task store at most; a command waits for a free one
+#: (within the store's timeout). A store command takes well under a millisecond, so a few
+#: dozen carry thousands a second; without a bound, every waiting `tasks/result` that
+#: reads the store at once opened a connection of its own.
+STORE_CONNECTIONS = 32
+
+
 class RedisTaskStore(TaskStore):
     """Tasks in Redis, shared by every replica; each task's key expires with its TTL."""
 
@@ -76,12 +83,15 @@ class RedisTaskStore(TaskStore):
         self.volatile_ok = volatile_ok
         #: What the last connection opened found that could lose tasks (None: none opened).
         self.problems: list[str] | None = None
-        self._redis = redis_asyncio.Redis.from_url(
+        pool = redis_asyncio.BlockingConnectionPool.from_url(
             url,
+            max_connections=STORE_CONNECTIONS,
+            timeout=timeout_s,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
             redis_connect_func=self._on_connect,
         )
+        self._redis = redis_asyncio.Redis(connection_pool=pool)
         self._create = self._redis.register_script(_CREATE)
         self._cas = self._redis.register_script(_COMPARE_AND_SET)
 
