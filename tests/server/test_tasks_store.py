@@ -12,7 +12,7 @@ import pytest
 
 from server.core.store import StoreUnavailable
 from server.harness.process import free_port
-from server.tasks.redis_store import RedisTaskStore
+from server.tasks.redis_store import STORE_CONNECTIONS, RedisTaskStore
 from server.tasks.store import WORKING, TaskRecord, TaskStore, TooManyTasks, now_ms
 from server.tasks.store_choice import open_task_store
 from server.tasks.worker import sweep_periodically
@@ -170,6 +170,26 @@ def test_redis_expires_each_task_key_with_its_ttl(redis_url: str) -> None:
             await store.create(record("expiring", ttl_ms=30_000))
             pttl = await store._redis.pttl(store._task_key("expiring"))
             assert 25_000 < pttl <= 30_000
+        finally:
+            await store.close()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.integration
+def test_many_reads_at_once_share_the_replicas_few_connections_to_redis(redis_url: str) -> None:
+    """Hundreds of waits reading the store at once (the many principals' attack) are served
+    over `STORE_CONNECTIONS` connections at most, each read answered."""
+
+    async def scenario() -> None:
+        store = RedisTaskStore(redis_url, timeout_s=2.0, prefix=f"test-{uuid.uuid4()}")
+        try:
+            await store.create(record("shared"))
+            before = (await store._redis.info("clients"))["connected_clients"]
+            found = await asyncio.gather(*(store.get("shared") for _ in range(400)))
+            assert all(r is not None and r.task_id == "shared" for r in found)
+            after = (await store._redis.info("clients"))["connected_clients"]
+            assert after - before < STORE_CONNECTIONS, (before, after)
         finally:
             await store.close()
 
