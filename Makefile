@@ -27,7 +27,7 @@ LIGHT_VENV := $(TOOLS)/light-venv
 NBGRADER_SERVER_EXTENSIONS := formgrader validate_assignment assignment_list course_list
 NBGRADER_LAB_EXTENSIONS := @jupyter/nbgrader @jupyter-notebook/lab-extension
 
-.PHONY: setup setup-parts lab test check lint format conformance report book assignments swarm clean
+.PHONY: setup setup-parts lab test seeds check lint format conformance report book assignments swarm clean
 
 # The set-up's parts do not depend on one another (two venvs, three npm folders, the system
 # packages): they are made side by side, about a minute sooner on a fresh clone.
@@ -114,13 +114,19 @@ test: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadscope -m "not serial" --durations=15
-	$(BIN)/python -m pytest -m serial --durations=5
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadscope -m "not serial and not seeds" --durations=15
+	$(BIN)/python -m pytest -m "serial and not seeds" --durations=5
+
+# Every claim of the notebooks whose lessons depend on a seed, each notebook run whole at
+# ten seeds (QUICK=1, live parts from their recordings): about twenty minutes on two cores.
+seeds: setup
+	$(BIN)/python -m pytest -n $(WORKERS) -m seeds --durations=10
 
 # The fast tier, for the inner loop between changes (a few minutes): lint, types and every
 # test that starts no server process, drives no browser, executes no notebook and takes
 # no more than a second or two. It needs only the venv; `make test` runs everything.
-FAST_TIER := not integration and not browser and not notebooks and not conformance and not slow
+FAST_TIER := not integration and not browser and not notebooks and not conformance and not slow \
+	and not seeds
 check: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

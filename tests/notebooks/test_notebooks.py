@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
-import sys
 import time
 import tomllib
 from collections.abc import Callable
@@ -34,6 +32,7 @@ from nbclient.exceptions import CellExecutionError
 from lessons.answers import SHOW
 from lessons.execution import SlicedPollClient
 from tests.browser.light_install import FEWEST_CLAIMS, light_install_ready
+from tests.notebooks.conftest import KERNEL_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,14 +45,11 @@ PAIRING = "ipynb,py:percent"
 #: run, so the test below would run it twice; the light install's Run All
 #: (tests/browser/test_light_install.py) shows it without the programs.
 LIVE_PARTS = {"06_live_swarm", "07_persistent_tools"}
-#: What a student's laptop with only the notebooks' Python packages lacks.
-NOT_ON_A_LAPTOP = ("haproxy", "redis-server", "redis-cli", "node", "npm", "npx")
 #: A bound on one cell, so a hung kernel fails the test instead of stalling the suite. It is
 #: not a performance claim: the machine is shared, and the seconds a notebook took are
 #: recorded in the test report (`record_property`), not asserted. The slowest cell with
 #: QUICK=1 takes seconds, so 120 s leaves room.
 CELL_TIMEOUT_S = 120
-KERNEL_NAME = "mrtr-lab-tests"
 #: Why a run here is left out: the light install's Run All runs the notebook instead.
 RUN_BY_THE_LIGHT_INSTALL = (
     "run once, by the light install's Run All in JupyterLab, which checks its claims, "
@@ -158,20 +154,6 @@ def test_no_paths_of_this_machine(path: Path) -> None:
         assert str(ROOT) not in text and str(Path.home()) not in text
 
 
-@pytest.fixture(scope="module")
-def kernel_on_this_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A kernel spec that starts this very interpreter (the project's venv), by name."""
-    spec_dir = tmp_path_factory.mktemp("jupyter") / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "MRTR Lab tests",
-        "language": "python",
-    }
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    return str(spec_dir.parents[1])
-
-
 @dataclass
 class Run:
     """What a notebook's run left: its seconds, every figure's check, its top-level output."""
@@ -244,20 +226,6 @@ def test_runs_top_to_bottom_checking_its_claims_with_readable_figures(
     record_property("seconds_with_quick", round(run.seconds, 1))
     assert_readable(run, path.stem)
     assert run.printed.count("\N{CHECK MARK}") >= FEWEST_CLAIMS, run.printed[-2000:]
-
-
-@pytest.fixture(scope="module")
-def laptop_path(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A PATH with every program of this one but HAProxy, Redis and Node: a folder of links."""
-    folder = tmp_path_factory.mktemp("laptop-bin")
-    for directory in os.environ.get("PATH", "").split(os.pathsep):
-        if not Path(directory).is_dir():
-            continue
-        for program in Path(directory).iterdir():
-            target = folder / program.name
-            if program.name not in NOT_ON_A_LAPTOP and not target.exists():
-                target.symlink_to(program)
-    return str(folder)
 
 
 @pytest.mark.parametrize("name", sorted(LIVE_PARTS))
