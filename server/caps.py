@@ -29,9 +29,12 @@ class CapsConfig(AccessConfig):
         metavar="N",
     )
     # Many principals must not together hold what each alone may not: well under
-    # --max-connections, so /healthz and other callers keep connections of their own.
+    # --max-connections, so /healthz and other callers keep connections of their own. Each
+    # wait reads the task store four times a second: at 256 a replica, the many
+    # principals' waits put the users' p95 at 3.0 and 4.0 times the quiet one; at 64,
+    # 2.1 and 2.8 (side by side, docs/hardening.md).
     max_task_result_waits_per_replica: int = setting(
-        256,
+        64,
         help="seed tasks/result calls all principals together may have waiting on working "
         "tasks at once on this replica; beyond it tasks/result answers at once (still "
         "working: poll tasks/get), counted in mcp_replica_totals_reached_total; 0: no limit",
