@@ -118,9 +118,11 @@ test: setup
 	$(BIN)/python -m pytest -m "serial and not seeds" --durations=5
 
 # Every claim of the notebooks whose lessons depend on a seed, each notebook run whole at
-# ten seeds (QUICK=1, live parts from their recordings): about twenty minutes on two cores.
+# ten seeds (QUICK=1, live parts from their recordings; 06's live swarm one seed at a time,
+# after the rest): about half an hour on two cores.
 seeds: setup
-	$(BIN)/python -m pytest -n $(WORKERS) -m seeds --durations=10
+	$(BIN)/python -m pytest -n $(WORKERS) -m "seeds and not serial" --durations=10
+	$(BIN)/python -m pytest -m "seeds and serial" --durations=5
 
 # The fast tier, for the inner loop between changes (a few minutes): lint, types and every
 # test that starts no server process, drives no browser, executes no notebook and takes

@@ -7,9 +7,12 @@ checked on what they report: a dozen calls or so is enough for what the words cl
 (answers asked again, more of them than calls; some calls lost; every MRTR call complete,
 nobody asked again), not for shares such as "most".
 
+"Replicas and the bill": the README prints the `labsim plan` command; it runs here as
+printed (seconds), and each figure the bullet states is read from the bullet and checked
+on the plan it writes.
+
 Not run here: the rolling upgrade's `loadtest compare` (three clusters of three replicas,
-minutes), the bill's `labsim plan`, and the plans checked live (docs/verify-plan.md keeps
-their runs).
+minutes), and the plans checked live (docs/verify-plan.md keeps their runs).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from loadtest.harness.haproxy import HAProxy
 
 ROOT = Path(__file__).resolve().parents[1]
 FINDING = "A balancer whose idle timeout is shorter than the users' thinking"
+BILL = "Replicas and the bill."
 
 
 def finding(title: str) -> str:
@@ -42,7 +46,7 @@ def printed_command(bullet: str, program: str) -> list[str]:
     """The command a finding prints (inline code that starts with `program`), as words."""
     command = next(span for span in re.findall(r"`([^`]+)`", bullet) if span.startswith(program))
     words = shlex.split(command)
-    assert words[:3] == ["python", "-m", "loadtest"]
+    assert words[:2] == ["python", "-m"] and words[2] in ("loadtest", "labsim")
     return [sys.executable, *words[1:]]
 
 
@@ -88,3 +92,50 @@ def test_a_short_idle_timeout_finding_holds_as_the_readme_words_it(tmp_path: Pat
     calls = runs["mrtr"]
     assert calls["started"] >= 8 and calls["completed"] == calls["started"]
     assert calls["failed"] == calls["lost"] == calls["re_prompts"] == 0, calls["errors"]
+
+
+def stated(pattern: str, bullet: str) -> list[int]:
+    """The whole numbers the bullet states where `pattern` (a regex with groups) matches."""
+    found = re.search(pattern, bullet)
+    assert found, f"the README no longer says {pattern!r}: {bullet}"
+    return [int(group) for group in found.groups()]
+
+
+@pytest.mark.slow
+def test_the_bill_finding_holds_as_the_readme_words_it(tmp_path: Path) -> None:
+    bullet = finding(BILL)
+    command = printed_command(bullet, "python -m labsim plan")
+    done = subprocess.run(
+        [*command, "--json", str(tmp_path / "plan.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = json.loads((tmp_path / "plan.json").read_text())["architectures"]
+    store, sticky, mrtr = (answers[name] for name in ("sse-store", "sticky", "mrtr"))
+
+    # "the legacy deployments need 4 replicas, bound by connections"
+    (legacy_replicas,) = stated(
+        r"legacy deployments need (\d+) replicas, bound by connections", bullet
+    )
+    for legacy in (store, sticky):
+        assert (legacy["replicas"], legacy["binding"]) == (legacy_replicas, "connections"), legacy
+    # "(USD 178 a month with the Redis store, 86 sticky)"
+    usd_store, usd_sticky = stated(r"USD (\d+) a month with the Redis store, (\d+) sticky", bullet)
+    assert round(store["cost_per_month_usd"]) == usd_store
+    assert round(sticky["cost_per_month_usd"]) == usd_sticky
+    # "at 3 they refuse thousands of requests and complete barely half their calls"
+    (fewer,) = stated(r"at (\d+) they refuse thousands of requests", bullet)
+    assert "complete barely half their calls" in bullet
+    for legacy in (store, sticky):
+        one_fewer = legacy["one_fewer"]
+        assert one_fewer["replicas"] == fewer and not one_fewer["meets"], one_fewer
+        assert one_fewer["refused_requests"] >= 2000, one_fewer["refused_requests"]
+        assert 0.4 <= one_fewer["completed_share"] <= 0.65, one_fewer["completed_share"]
+    # "MRTR needs 1 (USD 23), with nothing near its limit"
+    mrtr_replicas, usd_mrtr = stated(r"MRTR needs (\d+) \(USD (\d+)\)", bullet)
+    assert (mrtr["replicas"], round(mrtr["cost_per_month_usd"])) == (mrtr_replicas, usd_mrtr)
+    assert "with nothing near its limit" in bullet and mrtr["binding"] == "none"
+    assert max(use for use in mrtr["use"].values() if use is not None) < 0.5, mrtr["use"]
