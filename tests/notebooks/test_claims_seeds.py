@@ -23,7 +23,7 @@ sentence in its notebook, so a sentence reworded there must be reworded here too
 
 Every claim, sweeps included: `make seeds` (marker `seeds`, not in `make test`: it runs
 each notebook whose lessons depend on a seed, whole, with QUICK=1, at ten seeds; about
-twenty minutes on two cores) executes notebooks 02, 03, 04, 05, 07 and 08 top to bottom
+half an hour on two cores) executes notebooks 02, 03, 04, 05, 07 and 08 top to bottom
 with their seed set to each of ten, their live parts shown from their recordings (as on a
 laptop), and fails where any claim fails. Notebook 06 runs live (its simulation takes the
 seed its live run was made with, so a recording would put its own seed back), one seed at
