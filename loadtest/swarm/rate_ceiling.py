@@ -234,7 +234,7 @@ def step_figures(
         "p95_ms": p95,
         "error_share": share,
         # A step without a completed call holds on its errors alone: none was slow (a
-        # low rate's few arrivals may all fall in the next step), as the search judges as it runs.
+        # low rate's few arrivals may all fall in the next step).
         "held": (p95 is None or p95 <= search.slo_p95_ms) and share <= search.max_error_share,
     }
     if readings is not None:

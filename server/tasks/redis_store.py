@@ -247,7 +247,8 @@ class RedisTaskStore(TaskStore):
         return 0
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        # The client was given its pool: it closes the pool's connections only when told.
+        await self._redis.aclose(close_connection_pool=True)
 
 
 def _durability_problems(reply: Any) -> list[str]:

@@ -192,6 +192,13 @@ def test_many_reads_at_once_share_the_replicas_few_connections_to_redis(redis_ur
             assert after - before < STORE_CONNECTIONS, (before, after)
         finally:
             await store.close()
+        # Closed, the store lets go of its connections (this client counts itself).
+        onlooker = RedisTaskStore(redis_url, timeout_s=2.0)
+        try:
+            left = (await onlooker._redis.info("clients"))["connected_clients"]
+            assert left <= before, (before, left)
+        finally:
+            await onlooker.close()
 
     asyncio.run(scenario())
 
