@@ -12,13 +12,18 @@ from loadtest.swarm.load_shapes import LabShape, ShapeSettings, shape_of
 from loadtest.swarm.rate_ceiling import CeilingSearch, RateSteps, ceiling, ceiling_lines
 
 
-def schedule(shape: Any, seconds: int) -> list[Any]:
-    """tick() at each whole second of the run, as Locust's shape worker asks."""
+def ticks_at(shape: Any, times: Any) -> list[Any]:
+    """tick() at each of `times` (seconds into the run)."""
     ticks = []
-    for t in range(seconds):
+    for t in times:
         shape.get_run_time = lambda t=t: float(t)
         ticks.append(shape.tick())
     return ticks
+
+
+def schedule(shape: Any, seconds: int) -> list[Any]:
+    """tick() at each whole second of the run, as Locust's shape worker asks."""
+    return ticks_at(shape, range(seconds))
 
 
 def users(shape: LabShape, seconds: int) -> list[int | None]:
@@ -63,14 +68,6 @@ def test_the_ceilings_steps_add_one_stream_each_step_until_the_last() -> None:
     ] * 5 + [4] * 4 + [None]
     assert [SEARCH.rate_of(k) for k in (1, 2, 3, 4)] == [2.0, 4.0, 6.0, 8.0]
     assert steps.last_step == 4 and not steps.stopped_on_break
-
-
-def ticks_at(steps: RateSteps, times: list[float]) -> list[Any]:
-    ticks = []
-    for t in times:
-        steps.get_run_time = lambda t=t: t
-        ticks.append(steps.tick())
-    return ticks
 
 
 def test_a_step_is_judged_once_its_calls_have_had_the_slos_time_to_answer() -> None:

@@ -6,14 +6,45 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
+import nbformat
 import pytest
+
+from lessons.execution import SlicedPollClient
 
 #: The kernel spec's name: this very interpreter (the project's venv).
 KERNEL_NAME = "mrtr-lab-tests"
 #: What a student's laptop with only the notebooks' Python packages lacks.
 NOT_ON_A_LAPTOP = ("haproxy", "redis-server", "redis-cli", "node", "npm", "npx")
+NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+def execute(notebook: nbformat.NotebookNode, cell_timeout_s: float) -> float:
+    """Run `notebook` in a fresh kernel of this Python (`kernel_on_this_python`, found
+    through JUPYTER_PATH), in the notebooks' folder, each cell within `cell_timeout_s`;
+    seconds taken."""
+    client = SlicedPollClient(
+        notebook,
+        timeout=cell_timeout_s,
+        kernel_name=KERNEL_NAME,
+        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
+    )
+    started = time.monotonic()
+    client.execute()
+    return time.monotonic() - started
+
+
+def printed(notebook: nbformat.NotebookNode) -> str:
+    """What the executed notebook printed, every code cell's streams in order."""
+    return "".join(
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream"
+    )
 
 
 @pytest.fixture(scope="module")

@@ -51,9 +51,8 @@ import labsim
 from labsim import study
 from labsim.study.experiments import one_run_each
 from lessons.drains import drain_times_s
-from lessons.execution import SlicedPollClient
 from lessons.state_expiry import SIMULATED, TAIL, expiry_beside_tail
-from tests.notebooks.conftest import KERNEL_NAME
+from tests.notebooks.conftest import execute, printed
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 #: The notebooks run whole at each seed, and the name of the seed each sets.
@@ -353,17 +352,6 @@ def at_seed(notebook: str, seed: int) -> nbformat.NotebookNode:
     return cells
 
 
-def printed(notebook: nbformat.NotebookNode) -> str:
-    """What the executed notebook printed, every cell's streams in order."""
-    return "".join(
-        output.get("text", "")
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if output.get("output_type") == "stream"
-    )
-
-
 @pytest.mark.seeds
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize(
@@ -389,14 +377,8 @@ def test_the_whole_notebook_holds_its_claims_at_ten_seeds(
         monkeypatch.setenv("PATH", laptop_path)
     monkeypatch.delenv("RECORD", raising=False)
     run = at_seed(notebook, seed)
-    client = SlicedPollClient(
-        run,
-        timeout=WHOLE_CELL_TIMEOUT_S,
-        kernel_name=KERNEL_NAME,
-        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
-    )
     try:
-        client.execute()
+        execute(run, WHOLE_CELL_TIMEOUT_S)
     except CellExecutionError as stopped:
         said = str(stopped)
         where = said[said.rfind("ClaimFailed") :] if "ClaimFailed" in said else said

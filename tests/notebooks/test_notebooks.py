@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import json
-import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,9 +29,9 @@ from jupytext.compare import compare_notebooks
 from nbclient.exceptions import CellExecutionError
 
 from lessons.answers import SHOW
-from lessons.execution import SlicedPollClient
 from tests.browser.light_install import FEWEST_CLAIMS, light_install_ready
-from tests.notebooks.conftest import KERNEL_NAME
+from tests.notebooks.conftest import execute as run_in_kernel
+from tests.notebooks.conftest import printed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,17 +171,9 @@ def figure_check_cell(figures: Path) -> nbformat.NotebookNode:
 
 
 def execute(notebook: nbformat.NotebookNode) -> float:
-    """Run `notebook` in a fresh kernel of this Python (`kernel_on_this_python`, found
-    through JUPYTER_PATH), in the notebooks' folder; seconds taken."""
-    client = SlicedPollClient(
-        notebook,
-        timeout=CELL_TIMEOUT_S,
-        kernel_name=KERNEL_NAME,
-        resources={"metadata": {"path": str(NOTEBOOKS_DIR)}},
-    )
-    started = time.monotonic()
-    client.execute()
-    return time.monotonic() - started
+    """Run `notebook` in a fresh kernel of this Python, each cell within `CELL_TIMEOUT_S`;
+    seconds taken."""
+    return run_in_kernel(notebook, CELL_TIMEOUT_S)
 
 
 def run_notebook(path: Path, workdir: Path) -> Run:
@@ -191,15 +182,8 @@ def run_notebook(path: Path, workdir: Path) -> Run:
     figures = workdir / f"{path.stem}.figures.jsonl"
     notebook.cells.insert(2, figure_check_cell(figures))
     seconds = execute(notebook)
-    printed = "".join(
-        output.get("text", "")
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.outputs
-        if output.get("output_type") == "stream"
-    )
     records = [json.loads(line) for line in figures.read_text().splitlines()]
-    return Run(seconds, records, printed)
+    return Run(seconds, records, printed(notebook))
 
 
 def assert_readable(run: Run, name: str) -> None:
